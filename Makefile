@@ -1,0 +1,44 @@
+# One entry point per job; every target sets up what it needs (venv, graphviz).
+# README: `make diagrams` (main job) and `make test` (every test and check).
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+
+.PHONY: install graphviz check test diagrams bench bench-check clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+# Debian's graphviz provides `dot`; install it only where it is missing.
+graphviz:
+	@command -v dot >/dev/null 2>&1 || { \
+	  echo "dot not found: installing Debian graphviz"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz >/dev/null; }
+
+check: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+test: install graphviz check
+	$(BIN)/pytest
+
+diagrams: install graphviz
+	$(BIN)/handoff-fsm diagrams diagrams
+	$(BIN)/handoff-fsm review -o diagrams/REVIEW.md
+
+bench: install
+	$(PY) benchmarks/run.py
+
+bench-check: install
+	$(PY) benchmarks/run.py --check
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,344 @@
+"""THE handoff statechart: the single source of truth for control flow.
+
+Rule kept here: everything that decides *what may happen next* is declared in
+:class:`HandoffChart` (states, events, guards) and in the input vocabulary below
+(which fact or outcome becomes which event). Guards read only ``In(...)`` and the
+declared finite :data:`CHART_FIELDS`; event data never steers a transition, it
+only feeds validators (which may reject an input before anything changes) and
+the payloads of actions. Everything the chart *does* is a named effect on its
+model (:class:`HandoffEffects`), so a faster engine can replay the chart's
+decisions (see :mod:`handoff_fsm.runtime`) and diagrams can draw them.
+
+The behaviour is the Rust reference ``HandoffCoordinatorCore``:
+
+* ``active`` runs three regions. The order decides which owner ``start``
+  engages; the other owner is engaged once the first one is ready (source
+  held, or destination reserved). The transfer starts when the source is held
+  and the destination reserved; its completion activates the destination, whose
+  activation releases the source; the release completes the handoff (Success).
+* Any failure fact, time-out, cancel, or failed action outcome moves to
+  ``cleaning_up``, which cancels each owner that was engaged and completes the
+  handoff (Canceled) once every cancel is confirmed. A confirmed release of the
+  source counts as its cleanup, as in the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from statemachine import State, StateChart
+from statemachine.orderedset import OrderedSet
+
+from handoff_fsm.errors import HandoffErrorCode
+from handoff_fsm.model import (
+    ActivateDestination,
+    CancelDestination,
+    Canceled,
+    CancelSource,
+    DestinationReserved,
+    Failed,
+    HandoffCompletion,
+    HandoffOrder,
+    OutcomeKind,
+    ReleaseSource,
+    ReserveDestination,
+    SourceHeld,
+    StartTransfer,
+    SubmitPrefill,
+    TimedOut,
+    TransferCompleted,
+)
+
+
+class HandoffEffects(Protocol):
+    """What the chart asks of its model. Every callback the chart names is here.
+
+    Validators run before anything changes and may raise; the other effects are
+    plain and replayable. A method with a parameter receives the event's payload.
+    """
+
+    # validators
+    def validate_transfer_timing(self, fact: SourceHeld) -> None: ...
+    def reject_source_held_before_submit(self) -> None: ...
+    def reject_destination_reserved_before_accept(self) -> None: ...
+    def reject_transfer_completed_before_scheduled(self) -> None: ...
+
+    # payload bookkeeping
+    def store_transfer_timing(self, fact: SourceHeld) -> None: ...
+    def store_transferable_tokens(self, fact: DestinationReserved) -> None: ...
+
+    # actions (each returns the issued action, collected in order by the engine)
+    def issue_submit_prefill(self) -> Any: ...
+    def issue_reserve_destination(self) -> Any: ...
+    def issue_start_transfer(self) -> Any: ...
+    def issue_activate_destination(self) -> Any: ...
+    def issue_release_source(self) -> Any: ...
+    def issue_cancel_source(self) -> Any: ...
+    def issue_cancel_destination(self) -> Any: ...
+    def issue_complete(self) -> Any: ...
+
+
+REJECTIONS: Final[dict[str, HandoffErrorCode]] = {
+    "reject_source_held_before_submit": HandoffErrorCode.SOURCE_HELD_BEFORE_SUBMIT,
+    "reject_destination_reserved_before_accept": (
+        HandoffErrorCode.DESTINATION_RESERVED_BEFORE_ACCEPT
+    ),
+    "reject_transfer_completed_before_scheduled": (
+        HandoffErrorCode.TRANSFER_COMPLETED_BEFORE_SCHEDULED
+    ),
+}
+"""Validators that always raise: the event is an error in the states that name them."""
+
+VALIDATORS: Final = frozenset({"validate_transfer_timing", *REJECTIONS})
+"""Effects that only check (and may raise); they always run before any other effect."""
+
+
+class HandoffChart(StateChart[Any]):
+    """One prefill-to-decode handoff. ``model`` provides :class:`HandoffEffects`."""
+
+    # A misspelt or inapplicable event is simply ignored (the reference returns no
+    # actions); an error in an effect must surface, never be swallowed.
+    allow_event_without_transition = True
+    catch_errors_as_events = False
+
+    class active(State.Parallel):  # noqa: N801
+        class source(State.Compound):  # noqa: N801
+            source_idle = State("idle", initial=True)
+            submitting = State(enter=["engage_source", "issue_submit_prefill"])
+            submitted = State()
+            held = State()
+            releasing = State(enter="issue_release_source")
+            released = State(final=True)
+
+            source_idle.to(submitting, event="start", cond="source_first")
+            source_idle.to(submitting, cond="destination_first and In('reserved')")
+            submitting.to(submitted, event="prefill_submitted")
+            submitted.to(
+                held,
+                event="source_held",
+                validators="validate_transfer_timing",
+                on="store_transfer_timing",
+            )
+            held.to(releasing, cond="In('activated')")
+            releasing.to(released, event="release_confirmed")
+            # A source cannot be held before its prefill submission was acknowledged.
+            source_idle.to.itself(
+                event="source_held",
+                validators="reject_source_held_before_submit",
+                internal=True,
+            )
+            submitting.to.itself(
+                event="source_held",
+                validators="reject_source_held_before_submit",
+                internal=True,
+            )
+
+        class destination(State.Compound):  # noqa: N801
+            destination_idle = State("idle", initial=True)
+            reserving = State(enter=["engage_destination", "issue_reserve_destination"])
+            accepted = State()
+            reserved = State()
+            activating = State(enter="issue_activate_destination")
+            activated = State(final=True)
+
+            destination_idle.to(reserving, event="start", cond="destination_first")
+            destination_idle.to(reserving, cond="source_first and In('held')")
+            reserving.to(accepted, event="reservation_accepted")
+            accepted.to(reserved, event="destination_reserved", on="store_transferable_tokens")
+            reserved.to(activating, cond="In('transferred')")
+            activating.to(activated, event="activation_applied")
+            # A destination cannot be reserved before it accepted ownership.
+            destination_idle.to.itself(
+                event="destination_reserved",
+                validators="reject_destination_reserved_before_accept",
+                internal=True,
+            )
+            reserving.to.itself(
+                event="destination_reserved",
+                validators="reject_destination_reserved_before_accept",
+                internal=True,
+            )
+
+        class transfer(State.Compound):  # noqa: N801
+            transfer_idle = State("idle", initial=True)
+            transfer_issued = State("issued", enter="issue_start_transfer")
+            in_flight = State("in flight")
+            transferred = State(final=True)
+
+            transfer_idle.to(transfer_issued, cond="In('held') and In('reserved')")
+            transfer_issued.to(in_flight, event="transfer_scheduled")
+            in_flight.to(transferred, event="transfer_completed")
+            # A transfer cannot complete before it was scheduled.
+            transfer_idle.to.itself(
+                event="transfer_completed",
+                validators="reject_transfer_completed_before_scheduled",
+                internal=True,
+            )
+            transfer_issued.to.itself(
+                event="transfer_completed",
+                validators="reject_transfer_completed_before_scheduled",
+                internal=True,
+            )
+
+    class cleaning_up(State.Parallel):  # noqa: N801
+        class source_cleanup(State.Compound):  # noqa: N801
+            source_pending = State("pending", initial=True)
+            canceling_source = State("canceling", enter="issue_cancel_source")
+            source_canceled = State("canceled", final=True)
+            source_untouched = State("untouched", final=True)
+
+            source_pending.to(canceling_source, cond="source_engaged")
+            source_pending.to(source_untouched, unless="source_engaged")
+            canceling_source.to(
+                source_canceled, event=["source_cancel_confirmed", "release_confirmed"]
+            )
+
+        class destination_cleanup(State.Compound):  # noqa: N801
+            destination_pending = State("pending", initial=True)
+            canceling_destination = State("canceling", enter="issue_cancel_destination")
+            destination_canceled = State("canceled", final=True)
+            destination_untouched = State("untouched", final=True)
+
+            destination_pending.to(canceling_destination, cond="destination_engaged")
+            destination_pending.to(destination_untouched, unless="destination_engaged")
+            canceling_destination.to(destination_canceled, event="destination_cancel_confirmed")
+
+    complete = State(final=True, enter="issue_complete")
+
+    active.to(cleaning_up, event=["failed", "timed_out", "canceled", "action_failed"])
+    done_state_active = active.to(complete, on="mark_success")
+    done_state_cleaning_up = cleaning_up.to(complete, on="mark_canceled")
+
+    def __init__(
+        self,
+        model: HandoffEffects,
+        order: HandoffOrder,
+        fields: ChartFields | None = None,
+        configuration: tuple[str, ...] | None = None,
+        state_field: str = "state",
+    ) -> None:
+        # Declared fields: the only non-configuration state guards may read.
+        self.source_first = order is HandoffOrder.SOURCE_FIRST
+        self.source_engaged = False
+        self.destination_engaged = False
+        self.completion: HandoffCompletion | None = None
+        if fields is not None:
+            self.load_fields(fields)
+        if configuration is not None:
+            # A preset configuration starts the chart there without entering anything.
+            setattr(model, state_field, OrderedSet(configuration))
+        super().__init__(model=model, state_field=state_field)
+
+    # -- guards ------------------------------------------------------------------
+    @property
+    def destination_first(self) -> bool:
+        """The destination is engaged first (SGLang)."""
+        return not self.source_first
+
+    # -- field updates (the chart's own bookkeeping; not effects) ----------------
+    def engage_source(self) -> None:
+        self.source_engaged = True
+
+    def engage_destination(self) -> None:
+        self.destination_engaged = True
+
+    def mark_success(self) -> None:
+        self.completion = HandoffCompletion.SUCCESS
+
+    def mark_canceled(self) -> None:
+        self.completion = HandoffCompletion.CANCELED
+
+    # -- the declared fields as a value -------------------------------------------
+    def fields(self) -> ChartFields:
+        """The declared fields, which with the configuration make up the chart's state."""
+        return ChartFields(
+            source_first=self.source_first,
+            source_engaged=self.source_engaged,
+            destination_engaged=self.destination_engaged,
+            completion=self.completion,
+        )
+
+    def load_fields(self, fields: ChartFields) -> None:
+        self.source_first = fields.source_first
+        self.source_engaged = fields.source_engaged
+        self.destination_engaged = fields.destination_engaged
+        self.completion = fields.completion
+
+
+@dataclass(frozen=True, slots=True)
+class ChartFields:
+    """The finite fields :class:`HandoffChart` guards may read besides ``In(...)``."""
+
+    source_first: bool
+    source_engaged: bool = False
+    destination_engaged: bool = False
+    completion: HandoffCompletion | None = None
+
+
+CHART_FIELDS: Final = ("source_first", "source_engaged", "destination_engaged", "completion")
+"""Names of the declared fields, in :class:`ChartFields` order."""
+
+
+# ----------------------------------------------------------------- input vocabulary
+
+START: Final = "start"
+
+FACT_EVENTS: Final[dict[type, str]] = {
+    SourceHeld: "source_held",
+    DestinationReserved: "destination_reserved",
+    TransferCompleted: "transfer_completed",
+    Failed: "failed",
+    TimedOut: "timed_out",
+    Canceled: "canceled",
+}
+"""Which chart event each fact becomes."""
+
+PAYLOAD: Final = "fact"
+"""Fact events carry their fact; effects that declare this parameter receive it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledgement:
+    """How outcomes of one action kind are judged and which event an accepted one becomes."""
+
+    event: str
+    accepted: frozenset[OutcomeKind]
+    may_fail: bool = True
+    """A ``Failed`` outcome starts cleanup; for cleanup actions themselves it is an error."""
+
+
+ACKNOWLEDGEMENTS: Final[dict[type, Acknowledgement]] = {
+    SubmitPrefill: Acknowledgement("prefill_submitted", frozenset({OutcomeKind.SUBMITTED})),
+    ReserveDestination: Acknowledgement("reservation_accepted", frozenset({OutcomeKind.ACCEPTED})),
+    StartTransfer: Acknowledgement("transfer_scheduled", frozenset({OutcomeKind.SCHEDULED})),
+    ActivateDestination: Acknowledgement("activation_applied", frozenset({OutcomeKind.APPLIED})),
+    ReleaseSource: Acknowledgement(
+        "release_confirmed", frozenset({OutcomeKind.APPLIED, OutcomeKind.NOOP})
+    ),
+    CancelSource: Acknowledgement(
+        "source_cancel_confirmed",
+        frozenset({OutcomeKind.APPLIED, OutcomeKind.NOOP}),
+        may_fail=False,
+    ),
+    CancelDestination: Acknowledgement(
+        "destination_cancel_confirmed",
+        frozenset({OutcomeKind.APPLIED, OutcomeKind.NOOP}),
+        may_fail=False,
+    ),
+}
+"""Per action kind: the outcomes that acknowledge it, and the event they become.
+
+``Complete`` has no entry: it is never acknowledged, the journal is cleared when it is issued.
+"""
+
+ACTION_FAILED: Final = "action_failed"
+"""The event a ``Failed`` outcome of a non-cleanup action becomes."""
+
+INPUT_EVENTS: Final[tuple[str, ...]] = (
+    START,
+    *FACT_EVENTS.values(),
+    *(ack.event for ack in ACKNOWLEDGEMENTS.values()),
+    ACTION_FAILED,
+)
+"""Every event an input can become, in a stable order (what engines must handle)."""

@@ -1,0 +1,94 @@
+"""The action journal: the ledger of issued actions and their outcomes, beside the chart.
+
+Rule kept here: the journal answers "is this outcome acceptable, and which chart
+event does it become?" and records it only once it is accepted (the reference
+records first and validates after, which can wedge a handoff; see README,
+"Improvements"). It never decides control flow: that is the chart's job. Ids
+increase strictly for the life of a coordinator, also across :meth:`clear`.
+"""
+
+from __future__ import annotations
+
+from handoff_fsm.chart import ACKNOWLEDGEMENTS, ACTION_FAILED
+from handoff_fsm.errors import HandoffErrorCode, handoff_error
+from handoff_fsm.model import (
+    HandoffAction,
+    HandoffActionOutcome,
+    IssuedHandoffAction,
+    OutcomeKind,
+)
+
+_FAILED = OutcomeKind.FAILED
+
+
+class ActionJournal:
+    """Ids, issued actions and recorded outcomes of one coordinator."""
+
+    __slots__ = ("issued", "next_id", "outcomes")
+
+    def __init__(self, next_id: int = 0) -> None:
+        self.next_id = next_id
+        self.issued: dict[int, HandoffAction] = {}
+        self.outcomes: dict[int, HandoffActionOutcome] = {}
+
+    def issue(self, action: HandoffAction) -> IssuedHandoffAction:
+        """Give ``action`` the next id and remember it until the handoff completes."""
+        action_id = self.next_id
+        self.next_id = action_id + 1
+        self.issued[action_id] = action
+        return IssuedHandoffAction.trusted(action_id, action)
+
+    def acknowledge(self, action_id: int, outcome: HandoffActionOutcome) -> str | None:
+        """Judge ``outcome`` for ``action_id``; record it and return its chart event.
+
+        Returns ``None`` for an exact duplicate (idempotent). Raises, recording
+        nothing, for an unknown id, a conflicting duplicate, an outcome the action
+        cannot have, or a failed cleanup action.
+        """
+        action = self.issued.get(action_id)
+        if action is None:
+            raise handoff_error(
+                HandoffErrorCode.UNKNOWN_ACTION,
+                f"unknown handoff action {action_id} (outstanding ids: {sorted(self.issued)})",
+                action_id=action_id,
+            )
+        previous = self.outcomes.get(action_id)
+        if previous is not None:
+            if previous is outcome or previous == outcome:
+                return None
+            raise handoff_error(
+                HandoffErrorCode.CONFLICTING_OUTCOME,
+                f"conflicting outcome for handoff action {action_id} "
+                f"({type(action).__name__}): {outcome} after {previous}",
+                action_id=action_id,
+            )
+        ack = ACKNOWLEDGEMENTS[type(action)]
+        kind = outcome.kind
+        if kind is _FAILED:
+            if not ack.may_fail:
+                raise handoff_error(
+                    HandoffErrorCode.CLEANUP_ACTION_FAILED,
+                    f"handoff cleanup action {action_id} ({type(action).__name__}) "
+                    f"failed: {outcome.reason!r}",
+                    action_id=action_id,
+                )
+            event = ACTION_FAILED
+        elif kind in ack.accepted:
+            event = ack.event
+        else:
+            expected = " or ".join(sorted(k.value for k in ack.accepted))
+            if ack.may_fail:
+                expected += " or Failed(..)"
+            raise handoff_error(
+                HandoffErrorCode.INVALID_OUTCOME,
+                f"invalid handoff action outcome {outcome} for action {action_id} "
+                f"({type(action).__name__}); expected {expected}",
+                action_id=action_id,
+            )
+        self.outcomes[action_id] = outcome
+        return event
+
+    def clear(self) -> None:
+        """Forget issued actions and outcomes (on completion); ids keep counting."""
+        self.issued = {}
+        self.outcomes = {}

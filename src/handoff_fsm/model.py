@@ -1,0 +1,379 @@
+"""The value types of the handoff protocol: small, frozen, validated at the edge.
+
+Rule kept here: values a *caller* builds (facts, timings, outcomes) are validated
+by pydantic on construction; values the *library* builds (actions, issued
+actions) go through a trusted constructor, because their fields come from
+values that were already validated and re-validating them would dominate the
+cost of a handoff. Python names mirror the Rust reference
+(``seeds/replay_handoff.rs``); wire names live in :mod:`handoff_fsm.wire`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, ClassVar, NewType, Self, TypeVar
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from handoff_fsm.timing import transfer_delay_ms
+
+U64_MAX = 2**64 - 1
+"""Largest value of a Rust ``usize``/``u64``: counts and ids beyond it cannot cross the wire."""
+
+U64 = Annotated[int, Field(strict=True, ge=0, le=U64_MAX)]
+"""A non-negative integer that fits a Rust ``usize`` (bools and floats are refused)."""
+
+F64 = Annotated[float, Field(strict=True)]
+"""A float (ints accepted, as serde does; strings and bools refused; NaN/inf kept)."""
+
+HandoffId = UUID
+"""A handoff is named by a UUID allocated by the caller."""
+
+HandoffActionId = NewType("HandoffActionId", int)
+"""Journal id of an issued action: per coordinator, from 0, strictly increasing."""
+
+
+class HandoffOrder(StrEnum):
+    """Which owner is engaged first: vLLM holds the source first, SGLang reserves first."""
+
+    SOURCE_FIRST = "SourceFirst"
+    DESTINATION_FIRST = "DestinationFirst"
+
+
+class TransferTimingMode(StrEnum):
+    """Which prompt footprint the transfer delay is charged for."""
+
+    FULL_PROMPT = "full_prompt"
+    DESTINATION_MISSING = "destination_missing"
+
+
+class Backend(StrEnum):
+    """Serving engine behind a worker; it decides the handoff order (see conformance)."""
+
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TRTLLM = "trtllm"
+
+
+class HandoffCompletion(StrEnum):
+    """How a handoff ended: ``Success`` from the active phase, ``Canceled`` after cleanup."""
+
+    SUCCESS = "Success"
+    CANCELED = "Canceled"
+
+
+class OutcomeKind(StrEnum):
+    """The variant of a :class:`HandoffActionOutcome`."""
+
+    SUBMITTED = "Submitted"
+    ACCEPTED = "Accepted"
+    SCHEDULED = "Scheduled"
+    APPLIED = "Applied"
+    NOOP = "Noop"
+    FAILED = "Failed"
+
+
+class _Value(BaseModel):
+    """Frozen, closed value: unknown fields are an error, never silently dropped."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", revalidate_instances="never")
+
+
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _trusted(cls: type[_ModelT], values: dict[str, Any], fields_set: set[str]) -> _ModelT:
+    """Build a model from already-valid values without running validation.
+
+    Equivalent to what pydantic's own ``model_construct`` produces, at a third of
+    its cost. ``fields_set`` is shared per class and never mutated (models are frozen).
+    """
+    obj = _new(cls)
+    _set(obj, "__dict__", values)
+    _set(obj, "__pydantic_fields_set__", fields_set)
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+# --------------------------------------------------------------------------- timing
+
+
+class HandoffTransferTiming(_Value):
+    """Source-provided inputs for the KV transfer delay, published when the source is held.
+
+    ``state_bytes`` is the newer upstream model's fixed per-request payload
+    (``kv_bytes_per_request`` there): bytes = tokens * kv_bytes_per_token + state_bytes.
+    With the default 0 every delay is bit-identical to the reference.
+    """
+
+    mode: TransferTimingMode
+    full_prompt_tokens: U64
+    kv_bytes_per_token: U64 | None = None
+    bandwidth_gb_s: F64 | None = None
+    state_bytes: U64 = 0
+
+    def __init__(
+        self,
+        mode: TransferTimingMode | str = TransferTimingMode.FULL_PROMPT,
+        full_prompt_tokens: int = 0,
+        kv_bytes_per_token: int | None = None,
+        bandwidth_gb_s: float | None = None,
+        state_bytes: int = 0,
+        **unknown: Any,
+    ) -> None:
+        # Positional arguments as in the design; unknown keywords still reach pydantic
+        # so they are rejected, not dropped.
+        super().__init__(
+            **{
+                "mode": mode,
+                "full_prompt_tokens": full_prompt_tokens,
+                "kv_bytes_per_token": kv_bytes_per_token,
+                "bandwidth_gb_s": bandwidth_gb_s,
+                "state_bytes": state_bytes,
+                **unknown,
+            }
+        )
+
+    def delay_ms(self, destination_missing_tokens: int) -> float | None:
+        """Transfer delay in ms for this footprint, or ``None`` without a usable model.
+
+        ``None`` when bandwidth is missing or ``<= 0.0``, or when there are no bytes to
+        charge (no ``kv_bytes_per_token`` and no ``state_bytes``). NaN bandwidth is not
+        ``<= 0.0``, so it yields NaN, exactly as the reference does.
+        """
+        tokens = (
+            self.full_prompt_tokens
+            if self.mode is TransferTimingMode.FULL_PROMPT
+            else destination_missing_tokens
+        )
+        return transfer_delay_ms(
+            tokens, self.kv_bytes_per_token, self.bandwidth_gb_s, self.state_bytes
+        )
+
+    def full_prompt_delay_ms(self) -> float | None:
+        """Delay for the whole prompt, whatever ``mode`` says (used to validate the timing)."""
+        return transfer_delay_ms(
+            self.full_prompt_tokens, self.kv_bytes_per_token, self.bandwidth_gb_s, self.state_bytes
+        )
+
+
+# --------------------------------------------------------------------------- facts
+
+
+class _Fact(_Value):
+    handoff_id: HandoffId
+
+
+class SourceHeld(_Fact):
+    """The source holds the prefilled KV cache and says how long moving it takes."""
+
+    transfer_timing: HandoffTransferTiming
+
+
+class DestinationReserved(_Fact):
+    """The destination reserved room; ``transferable_prompt_tokens`` are the ones it lacks."""
+
+    transferable_prompt_tokens: U64
+
+
+class TransferCompleted(_Fact):
+    """The KV cache arrived at the destination."""
+
+
+class Failed(_Fact):
+    """Something failed outside the coordinator: the handoff must be cleaned up."""
+
+
+class TimedOut(_Fact):
+    """The caller's deadline for this handoff passed: the handoff must be cleaned up."""
+
+
+class Canceled(_Fact):
+    """The request was canceled: the handoff must be cleaned up."""
+
+
+HandoffFact = SourceHeld | DestinationReserved | TransferCompleted | Failed | TimedOut | Canceled
+"""Anything that happened at the source, destination or transfer."""
+
+FACT_TYPES: tuple[type[_Fact], ...] = (
+    SourceHeld,
+    DestinationReserved,
+    TransferCompleted,
+    Failed,
+    TimedOut,
+    Canceled,
+)
+
+# --------------------------------------------------------------------------- actions
+
+
+class _Action(_Value):
+    handoff_id: HandoffId
+    _fields: ClassVar[set[str]] = {"handoff_id"}
+
+    @classmethod
+    def issued_for(cls, handoff_id: UUID) -> Self:
+        """Trusted constructor for the coordinator's own actions (no validation)."""
+        return _trusted(cls, {"handoff_id": handoff_id}, cls._fields)
+
+
+class SubmitPrefill(_Action):
+    """Ask the source to prefill the prompt and hold its KV cache."""
+
+
+class ReserveDestination(_Action):
+    """Ask the destination to reserve room for the request."""
+
+
+class StartTransfer(_Action):
+    """Start moving the KV cache; it lands ``delay_ms`` later (virtual time)."""
+
+    delay_ms: F64
+    _fields: ClassVar[set[str]] = {"handoff_id", "delay_ms"}
+
+    @classmethod
+    def issued_with_delay(cls, handoff_id: UUID, delay_ms: float) -> StartTransfer:
+        """Trusted constructor for the coordinator's own transfer action."""
+        return _trusted(cls, {"handoff_id": handoff_id, "delay_ms": delay_ms}, cls._fields)
+
+
+class ActivateDestination(_Action):
+    """Make the transferred KV cache visible at the destination; decode may start."""
+
+
+class ReleaseSource(_Action):
+    """Free the source's copy of the KV cache after a successful handoff."""
+
+
+class CancelSource(_Action):
+    """Cleanup: abandon the source's side of the handoff."""
+
+
+class CancelDestination(_Action):
+    """Cleanup: abandon the destination's reservation."""
+
+
+class Complete(_Action):
+    """The handoff is over; ``HandoffCoordinator.completion`` says how."""
+
+
+HandoffAction = (
+    SubmitPrefill
+    | ReserveDestination
+    | StartTransfer
+    | ActivateDestination
+    | ReleaseSource
+    | CancelSource
+    | CancelDestination
+    | Complete
+)
+"""Anything the coordinator asks its environment to do."""
+
+ACTION_TYPES: tuple[type[_Action], ...] = (
+    SubmitPrefill,
+    ReserveDestination,
+    StartTransfer,
+    ActivateDestination,
+    ReleaseSource,
+    CancelSource,
+    CancelDestination,
+    Complete,
+)
+
+_ISSUED_FIELDS = {"id", "action"}
+
+
+class IssuedHandoffAction(_Value):
+    """An action together with the journal id its outcome must quote."""
+
+    id: U64
+    action: HandoffAction
+
+    @classmethod
+    def trusted(cls, action_id: int, action: HandoffAction) -> IssuedHandoffAction:
+        """Trusted constructor for the coordinator's own output (no validation)."""
+        return _trusted(cls, {"id": action_id, "action": action}, _ISSUED_FIELDS)
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+class HandoffActionOutcome(_Value):
+    """Acknowledgement of an issued action: a unit variant, or ``Failed(reason)``.
+
+    Use the constants ``SUBMITTED``, ``ACCEPTED``, ``SCHEDULED``, ``APPLIED``, ``NOOP``
+    and :meth:`failed`; two outcomes are equal when variant and reason are equal.
+    """
+
+    kind: OutcomeKind
+    reason: str | None = None
+
+    SUBMITTED: ClassVar[HandoffActionOutcome]
+    ACCEPTED: ClassVar[HandoffActionOutcome]
+    SCHEDULED: ClassVar[HandoffActionOutcome]
+    APPLIED: ClassVar[HandoffActionOutcome]
+    NOOP: ClassVar[HandoffActionOutcome]
+
+    @model_validator(mode="after")
+    def _reason_iff_failed(self) -> Self:
+        if (self.kind is OutcomeKind.FAILED) != (self.reason is not None):
+            raise ValueError("a reason is given exactly when the outcome is Failed")
+        return self
+
+    @classmethod
+    def failed(cls, reason: str) -> HandoffActionOutcome:
+        """The action failed; ``reason`` is free text (compared for duplicate detection)."""
+        return cls(kind=OutcomeKind.FAILED, reason=reason)
+
+    @property
+    def is_failed(self) -> bool:
+        """True for ``Failed(..)``."""
+        return self.kind is OutcomeKind.FAILED
+
+    def __repr__(self) -> str:
+        if self.reason is None:
+            return f"HandoffActionOutcome.{self.kind.name}"
+        return f"HandoffActionOutcome.failed({self.reason!r})"
+
+    def __str__(self) -> str:
+        return self.kind.value if self.reason is None else f"Failed({self.reason!r})"
+
+
+HandoffActionOutcome.SUBMITTED = HandoffActionOutcome(kind=OutcomeKind.SUBMITTED)
+HandoffActionOutcome.ACCEPTED = HandoffActionOutcome(kind=OutcomeKind.ACCEPTED)
+HandoffActionOutcome.SCHEDULED = HandoffActionOutcome(kind=OutcomeKind.SCHEDULED)
+HandoffActionOutcome.APPLIED = HandoffActionOutcome(kind=OutcomeKind.APPLIED)
+HandoffActionOutcome.NOOP = HandoffActionOutcome(kind=OutcomeKind.NOOP)
+
+
+# --------------------------------------------------------------------------- conformance
+
+
+class NormalizedHandoffEvent(StrEnum):
+    """A lifecycle step as the endpoints observe it, independent of the engine."""
+
+    SOURCE_HELD = "SourceHeld"
+    DESTINATION_ACCEPTED = "DestinationAccepted"
+    DESTINATION_RESERVED = "DestinationReserved"
+    DESTINATION_ACTIVATED = "DestinationActivated"
+    SOURCE_RELEASED = "SourceReleased"
+    COMPLETED = "Completed"
+
+
+class NormalizedStoredTiming(_Value):
+    """How many stored-KV hashes the destination made visible around activation."""
+
+    before_activation: U64 = 0
+    on_activation: U64 = 0
+    repeated_activation_hashes_after_activation: U64 = 0
+
+
+ENGINE_ORDER: dict[Backend, HandoffOrder] = {
+    Backend.VLLM: HandoffOrder.SOURCE_FIRST,
+    Backend.SGLANG: HandoffOrder.DESTINATION_FIRST,
+}
+"""The handoff order each supported backend uses; TRT-LLM has none (unsupported)."""

@@ -1,0 +1,273 @@
+"""The compiled engine: the chart's decisions, taken once by the framework, replayed fast.
+
+Rule kept here: nothing in this module decides control flow. :func:`compile_chart`
+lets python-statemachine's own interpreter run every input event in every
+reachable chart state (configuration + declared fields) once, records the
+effects it calls, and turns each (state, event) pair into a tiny generated
+Python function: run the validators, move to the target state, run the effects,
+return the actions they issued. Change the chart and the table changes with it.
+
+This is sound because guards read only ``In(...)`` and the declared fields, and
+event data only reaches validators and effects (see :mod:`handoff_fsm.chart`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from statemachine import State
+from statemachine.orderedset import OrderedSet
+
+from handoff_fsm.chart import (
+    FACT_EVENTS,
+    INPUT_EVENTS,
+    PAYLOAD,
+    REJECTIONS,
+    VALIDATORS,
+    ChartFields,
+    HandoffChart,
+    HandoffEffects,
+)
+from handoff_fsm.model import HandoffCompletion, HandoffOrder
+
+StepFunction = Callable[[Any, Any], list[Any]]
+"""``step(coordinator, payload) -> issued actions``; raises (changing nothing) on rejection."""
+
+
+@dataclass(eq=False)
+class ChartState:
+    """One reachable state of the chart: a configuration plus the declared fields."""
+
+    index: int
+    configuration: tuple[str, ...]
+    """Every active state id (compound and parallel ancestors included), document order."""
+    leaves: tuple[str, ...]
+    """The active atomic states, document order: what a person reads as "the state"."""
+    fields: ChartFields
+    is_complete: bool
+    completion: HandoffCompletion | None
+    steps: dict[str, StepFunction] = field(default_factory=dict, repr=False)
+    """Event name -> generated step; an event missing here is ignored in this state."""
+
+    @property
+    def order(self) -> HandoffOrder:
+        return (
+            HandoffOrder.SOURCE_FIRST
+            if self.fields.source_first
+            else HandoffOrder.DESTINATION_FIRST
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What the chart does for ``event`` in ``source``: the recorded decision."""
+
+    source: int
+    event: str
+    validators: tuple[str, ...]
+    effects: tuple[str, ...]
+    target: int
+
+
+@dataclass(eq=False)
+class CompiledChart:
+    """The chart's reachable state space with one recorded :class:`Step` per transition."""
+
+    states: list[ChartState]
+    steps: list[Step]
+    initial: dict[HandoffOrder, ChartState]
+    _index: dict[tuple[tuple[str, ...], ChartFields], ChartState] = field(repr=False)
+
+    def lookup(self, leaves: tuple[str, ...], fields: ChartFields) -> ChartState | None:
+        """The state with these active leaves and fields, or ``None`` if it is unreachable."""
+        return self._index.get((leaves, fields))
+
+
+# ---------------------------------------------------------------- chart introspection
+
+
+def document_order(chart: type[HandoffChart] = HandoffChart) -> list[State]:
+    """All states of the chart, parents before children, in declaration order."""
+
+    def walk(states: Any) -> Iterator[State]:
+        for state in states:
+            yield state
+            yield from walk(state.states)
+
+    return list(walk(chart.states))
+
+
+def effect_names() -> tuple[str, ...]:
+    """Every effect the chart may call on its model (the :class:`HandoffEffects` methods)."""
+    return tuple(
+        name
+        for name, value in vars(HandoffEffects).items()
+        if callable(value) and not name.startswith("_")
+    )
+
+
+def _takes_payload(name: str) -> bool:
+    return len(inspect.signature(getattr(HandoffEffects, name)).parameters) > 1
+
+
+def _returns_action(name: str) -> bool:
+    return inspect.signature(getattr(HandoffEffects, name)).return_annotation not in (
+        None,
+        "None",
+    )
+
+
+class _Rejected(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by the recorder's rejecting validators, as the real ones raise at run time."""
+
+
+class _Recorder:
+    """A model for the chart that records the names of the effects it is asked for."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.state: Any = None
+
+
+def _recording(name: str) -> Callable[..., None]:
+    rejects = name in REJECTIONS
+
+    def record(self: _Recorder, *_args: Any, **_kwargs: Any) -> None:
+        self.log.append(name)
+        if rejects:
+            raise _Rejected(name)
+
+    record.__name__ = name
+    return record
+
+
+for _name in effect_names():
+    setattr(_Recorder, _name, _recording(_name))
+
+
+# ---------------------------------------------------------------- compilation
+
+_FACT_EVENT_NAMES = frozenset(FACT_EVENTS.values())
+_FACT_PAYLOAD = {PAYLOAD: None}
+
+
+def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
+    """Explore every reachable chart state breadth-first, recording each event's step.
+
+    The framework decides every (state, event) pair exactly once; the result is
+    the complete transition table of the chart, with generated step functions.
+    """
+    order_of = {state.id: i for i, state in enumerate(document_order(chart))}
+    atomic = {state.id for state in document_order(chart) if state.is_atomic}
+    recorder = _Recorder()
+
+    def key_of(sm: HandoffChart) -> tuple[tuple[str, ...], ChartFields]:
+        ids = sorted((s.id for s in sm.configuration), key=order_of.__getitem__)
+        return tuple(ids), sm.fields()
+
+    index: dict[tuple[tuple[str, ...], ChartFields], ChartState] = {}
+    states: list[ChartState] = []
+    steps: list[Step] = []
+    queue: deque[ChartState] = deque()
+
+    def intern(key: tuple[tuple[str, ...], ChartFields]) -> ChartState:
+        known = index.get(key)
+        if known is not None:
+            return known
+        configuration, fields = key
+        state = ChartState(
+            index=len(states),
+            configuration=configuration,
+            leaves=tuple(s for s in configuration if s in atomic),
+            fields=fields,
+            is_complete="complete" in configuration,
+            completion=fields.completion,
+        )
+        index[key] = state
+        states.append(state)
+        queue.append(state)
+        return state
+
+    machines: dict[bool, HandoffChart] = {}
+    initial: dict[HandoffOrder, ChartState] = {}
+    for order in HandoffOrder:
+        sm = chart(recorder, order)  # type: ignore[arg-type]
+        machines[order is HandoffOrder.SOURCE_FIRST] = sm
+        initial[order] = intern(key_of(sm))
+    if recorder.log:
+        raise AssertionError(f"entering the initial configuration issued effects: {recorder.log}")
+
+    while queue:
+        source = queue.popleft()
+        for event in INPUT_EVENTS:
+            sm = machines[source.fields.source_first]
+            if sm.is_terminated:  # a final configuration stops the framework's engine
+                sm = chart(recorder, source.order)  # type: ignore[arg-type]
+                machines[source.fields.source_first] = sm
+            recorder.state = OrderedSet(source.configuration)
+            sm.load_fields(source.fields)
+            recorder.log.clear()
+            try:
+                sm.send(event, **(_FACT_PAYLOAD if event in _FACT_EVENT_NAMES else {}))
+            except _Rejected:
+                if sm.is_terminated or recorder.log[-1:] != recorder.log[:1]:
+                    raise AssertionError(
+                        f"{event}: rejected after effects: {recorder.log}"
+                    ) from None
+            log = tuple(recorder.log)
+            target = intern(key_of(sm))
+            if not log and target is source:
+                continue  # ignored here
+            validators = tuple(name for name in log if name in VALIDATORS)
+            if log[: len(validators)] != validators:
+                raise AssertionError(f"{event}: validators ran after effects: {log}")
+            steps.append(
+                Step(source.index, event, validators, log[len(validators) :], target.index)
+            )
+
+    by_leaves = {(state.leaves, state.fields): state for state in states}
+    compiled = CompiledChart(states=states, steps=steps, initial=initial, _index=by_leaves)
+    _bind_steps(compiled)
+    return compiled
+
+
+def _bind_steps(compiled: CompiledChart) -> None:
+    """Generate one small function per step and file it under its source state."""
+    for step in compiled.steps:
+        compiled.states[step.source].steps[step.event] = _generate(
+            step, compiled.states[step.target]
+        )
+
+
+def _generate(step: Step, target: ChartState) -> StepFunction:
+    def call(name: str) -> str:
+        return f"c.{name}(data)" if _takes_payload(name) else f"c.{name}()"
+
+    lines = ["def step(c, data):"]
+    lines += [f"    {call(name)}" for name in step.validators]
+    lines.append("    c._state = TARGET")
+    issued: list[str] = []
+    for name in step.effects:
+        if _returns_action(name):
+            issued.append(f"a{len(issued)}")
+            lines.append(f"    {issued[-1]} = {call(name)}")
+        else:
+            lines.append(f"    {call(name)}")
+    lines.append(f"    return [{', '.join(issued)}]")
+    namespace: dict[str, Any] = {"TARGET": target}
+    exec("\n".join(lines), namespace)
+    function: StepFunction = namespace["step"]
+    function.__qualname__ = f"step[{step.source}:{step.event}->{step.target}]"
+    function.__doc__ = "\n".join(lines)
+    return function
+
+
+@cache
+def compiled_chart() -> CompiledChart:
+    """The compiled :class:`HandoffChart`, built on first use and kept for the process."""
+    return compile_chart(HandoffChart)

@@ -1,0 +1,53 @@
+"""A coordinator's complete state as a versioned, JSON-round-tripping value.
+
+Rule kept here: a snapshot says everything needed to continue a handoff exactly
+where it stopped, and nothing that depends on the engine that produced it (both
+engines produce equal snapshots). Checking a snapshot against the chart is the
+coordinator's job, on :meth:`HandoffCoordinator.restore`.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from handoff_fsm.model import (
+    F64,
+    U64,
+    HandoffActionOutcome,
+    HandoffCompletion,
+    HandoffId,
+    HandoffOrder,
+    HandoffTransferTiming,
+    IssuedHandoffAction,
+    _Value,
+)
+
+SNAPSHOT_VERSION: Final = 1
+
+
+class RecordedOutcome(_Value):
+    """An accepted outcome, by the id of the action it acknowledged."""
+
+    action_id: U64
+    outcome: HandoffActionOutcome
+
+
+class HandoffSnapshot(_Value):
+    """Everything a :class:`~handoff_fsm.HandoffCoordinator` knows, at one moment."""
+
+    version: Literal[1] = SNAPSHOT_VERSION
+    handoff_id: HandoffId
+    order: HandoffOrder
+    fallback_transfer_delay_ms: F64
+    state: tuple[str, ...]
+    """Active atomic states of the chart, in document order (e.g. ``("held", "accepted", ...)``)."""
+    source_engaged: bool
+    destination_engaged: bool
+    completion: HandoffCompletion | None
+    transfer_timing: HandoffTransferTiming | None
+    transferable_prompt_tokens: U64 | None
+    next_action_id: U64
+    issued: tuple[IssuedHandoffAction, ...]
+    """Actions issued and not yet forgotten (the journal is cleared on completion), by id."""
+    outcomes: tuple[RecordedOutcome, ...]
+    """Accepted outcomes, by action id."""
