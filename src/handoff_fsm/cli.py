@@ -1,45 +1,37 @@
 """The ``handoff-fsm`` command line: thin argument parsing over the library.
 
-Rule kept here: no behaviour of its own. Each subcommand parses its arguments,
-calls one library function, prints, and maps failures to exit statuses
-(0 ok, 1 the checked thing failed, 2 usage or environment error).
+Rule kept here: no behaviour of its own. This module only declares the
+subcommands and their arguments; each runs a ``cli_<command>(args) -> int``
+function that lives beside the library code it drives and is imported only
+when used, so ``handoff-fsm --help`` starts fast. Exit statuses: 0 ok, 1 the
+checked thing failed, 2 usage or environment error.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
-from contextlib import ExitStack
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import cast
 
+_RUNNERS: dict[str, str] = {
+    "replay": "handoff_fsm.replay:cli_replay",
+    "diagrams": "handoff_fsm.diagrams:cli_diagrams",
+    "diagram": "handoff_fsm.diagrams:cli_diagram",
+    "review": "handoff_fsm.diagrams:cli_review",
+    "check": "handoff_fsm.explore:cli_check",
+    "simulate": "handoff_fsm.simulate:cli_simulate",
+}
 
-def _replay(args: argparse.Namespace) -> int:
-    from handoff_fsm.replay import replay
-
-    with ExitStack() as stack:
-        source: TextIO = (
-            sys.stdin
-            if args.trace == "-"
-            else stack.enter_context(open(args.trace, encoding="utf-8"))
-        )
-        out: TextIO = (
-            sys.stdout
-            if args.output == "-"
-            else stack.enter_context(open(args.output, "w", encoding="utf-8"))
-        )
-        write = out.write
-        for reply in replay(source, engine=args.engine):
-            write(reply)
-            write("\n")
-    return 0
+_ENGINES = ("compiled", "statechart")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="handoff-fsm",
-        description="The prefill-to-decode KV-cache handoff as a statechart: replay, "
-        "diagrams, review, checking and simulation.",
+        description="The prefill-to-decode KV-cache handoff as a statechart: trace replay, "
+        "diagrams and design review, exhaustive checking, and simulation.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -51,25 +43,93 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("trace", metavar="TRACE", help="trace file (JSON lines), or - for stdin")
     replay.add_argument(
-        "-o", "--output", default="-", help="where to write replies (default stdout)"
+        "-o", "--output", default="-", help="where to write replies (default: stdout)"
     )
     replay.add_argument(
         "--engine",
-        choices=("compiled", "statechart"),
+        choices=_ENGINES,
         default="compiled",
         help="compiled table (default) or python-statemachine's interpreter",
     )
-    replay.set_defaults(run=_replay)
+
+    diagrams = commands.add_parser(
+        "diagrams",
+        help="render the statechart, tables and lifecycle diagrams into OUTDIR",
+        description="Write the statechart (DOT, SVG, PNG, Mermaid), transition tables and "
+        "lifecycle sequence diagrams into OUTDIR, deterministically.",
+    )
+    diagrams.add_argument(
+        "outdir", nargs="?", default="diagrams", metavar="OUTDIR", help="default: diagrams/"
+    )
+
+    diagram = commands.add_parser(
+        "diagram",
+        help="draw the statechart with one coordinator's path through a trace highlighted",
+    )
+    diagram.add_argument("--trace", required=True, metavar="TRACE", help="trace file (JSON lines)")
+    diagram.add_argument(
+        "--coordinator",
+        metavar="KEY",
+        help="which coordinator of the trace to draw (default: the first one)",
+    )
+    diagram.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="output file: .svg, .png or .dot"
+    )
+
+    review = commands.add_parser(
+        "review", help="write the design review report (Markdown) generated from the code"
+    )
+    review.add_argument(
+        "-o", "--output", default="diagrams/REVIEW.md", help="default: diagrams/REVIEW.md"
+    )
+
+    check = commands.add_parser(
+        "check",
+        help="explore every reachable coordinator state and check the invariants",
+        description="Breadth-first exploration of every reachable coordinator state, "
+        "checking every invariant; exit status 1 on any violation.",
+    )
+    check.add_argument(
+        "--order",
+        choices=("SourceFirst", "DestinationFirst", "both"),
+        default="both",
+        help="which handoff order to explore (default: both)",
+    )
+    check.add_argument("--engine", choices=_ENGINES, default="compiled")
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+
+    simulate = commands.add_parser(
+        "simulate",
+        help="run many handoffs against fake engines in virtual time",
+        description="Simulate N interleaved handoffs with fake source/destination/transfer "
+        "endpoints, optional fault injection, and print a summary.",
+    )
+    simulate.add_argument("--engine", choices=("vllm", "sglang", "trtllm"), default="vllm")
+    simulate.add_argument("--handoffs", type=int, default=1000, metavar="N")
+    simulate.add_argument("--concurrency", type=int, default=64, metavar="C")
+    simulate.add_argument("--fault-rate", type=float, default=0.0, metavar="P")
+    simulate.add_argument("--seed", type=int, default=0, metavar="S")
+    simulate.add_argument("--trace", metavar="OUT", help="write every coordinator input (JSONL)")
+    simulate.add_argument("--json", action="store_true", help="print the summary as JSON")
+    simulate.add_argument(
+        "--coordinator-engine", choices=_ENGINES, default="compiled", help=argparse.SUPPRESS
+    )
     return parser
+
+
+def _runner(command: str) -> Callable[[argparse.Namespace], int]:
+    module, _, function = _RUNNERS[command].partition(":")
+    return cast(
+        Callable[[argparse.Namespace], int], getattr(importlib.import_module(module), function)
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        status: int = args.run(args)
+        return _runner(args.command)(args)
     except FileNotFoundError as error:
         print(f"handoff-fsm: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
-    return status

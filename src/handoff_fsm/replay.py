@@ -10,9 +10,12 @@ fact for another handoff is still an error).
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from collections.abc import Iterable, Iterator
-from typing import Any
+from contextlib import ExitStack
+from typing import Any, TextIO
 from uuid import UUID
 
 from handoff_fsm.coordinator import Engine, HandoffCoordinator
@@ -219,3 +222,23 @@ def replay(lines: Iterable[str | bytes], *, engine: Engine = "compiled") -> Iter
     replayer = TraceReplayer(engine=engine)
     for number, line in enumerate(lines, start=1):
         yield json.dumps(replayer.reply(line, number), allow_nan=True)
+
+
+def cli_replay(args: argparse.Namespace) -> int:
+    """``handoff-fsm replay TRACE|- [-o OUT] [--engine ...]``."""
+    with ExitStack() as stack:
+        source: TextIO = (
+            sys.stdin
+            if args.trace == "-"
+            else stack.enter_context(open(args.trace, encoding="utf-8"))
+        )
+        out: TextIO = (
+            sys.stdout
+            if args.output == "-"
+            else stack.enter_context(open(args.output, "w", encoding="utf-8"))
+        )
+        write = out.write
+        for reply in replay(source, engine=args.engine):
+            write(reply)
+            write("\n")
+    return 0
