@@ -359,7 +359,9 @@ def _check_snapshot(snapshot: HandoffSnapshot) -> ChartState:
     chart_state = compiled_chart().lookup(snapshot.state, fields)
     if chart_state is None:
         raise invalid(f"{list(snapshot.state)} with {fields} is not a reachable chart state")
-    _checked_fallback(snapshot.fallback_transfer_delay_ms, snapshot.handoff_id)
+    fallback = snapshot.fallback_transfer_delay_ms
+    if not math.isfinite(fallback) or fallback < 0.0:
+        raise invalid(f"fallback transfer delay {fallback!r} ms is not finite and >= 0")
     leaves = set(snapshot.state)
     if leaves & {"held", "releasing", "released"} and snapshot.transfer_timing is None:
         raise invalid("the source is held but no transfer timing is recorded")

@@ -14,7 +14,15 @@ from enum import StrEnum
 from typing import Annotated, Any, ClassVar, NewType, Self, TypeVar
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    field_serializer,
+    model_serializer,
+    model_validator,
+)
 
 from handoff_fsm.timing import transfer_delay_ms
 
@@ -101,6 +109,8 @@ def _trusted(cls: type[_ModelT], values: dict[str, Any], fields_set: set[str]) -
 
 # --------------------------------------------------------------------------- timing
 
+_UNSET: Any = object()
+
 
 class HandoffTransferTiming(_Value):
     """Source-provided inputs for the KV transfer delay, published when the source is held.
@@ -118,25 +128,24 @@ class HandoffTransferTiming(_Value):
 
     def __init__(
         self,
-        mode: TransferTimingMode | str = TransferTimingMode.FULL_PROMPT,
-        full_prompt_tokens: int = 0,
-        kv_bytes_per_token: int | None = None,
-        bandwidth_gb_s: float | None = None,
-        state_bytes: int = 0,
+        mode: TransferTimingMode | str = _UNSET,
+        full_prompt_tokens: int = _UNSET,
+        kv_bytes_per_token: int | None = _UNSET,
+        bandwidth_gb_s: float | None = _UNSET,
+        state_bytes: int = _UNSET,
         **unknown: Any,
     ) -> None:
-        # Positional arguments as in the design; unknown keywords still reach pydantic
-        # so they are rejected, not dropped.
-        super().__init__(
-            **{
-                "mode": mode,
-                "full_prompt_tokens": full_prompt_tokens,
-                "kv_bytes_per_token": kv_bytes_per_token,
-                "bandwidth_gb_s": bandwidth_gb_s,
-                "state_bytes": state_bytes,
-                **unknown,
-            }
-        )
+        # Positional arguments as in the design. Only the arguments given reach pydantic,
+        # so a missing required field is still reported as missing, and unknown keywords
+        # are rejected, not dropped.
+        given = {
+            "mode": mode,
+            "full_prompt_tokens": full_prompt_tokens,
+            "kv_bytes_per_token": kv_bytes_per_token,
+            "bandwidth_gb_s": bandwidth_gb_s,
+            "state_bytes": state_bytes,
+        }
+        super().__init__(**{k: v for k, v in given.items() if v is not _UNSET}, **unknown)
 
     def delay_ms(self, destination_missing_tokens: int) -> float | None:
         """Transfer delay in ms for this footprint, or ``None`` without a usable model.
@@ -285,13 +294,38 @@ ACTION_TYPES: tuple[type[_Action], ...] = (
 )
 
 _ISSUED_FIELDS = {"id", "action"}
+_ACTIONS_BY_NAME: dict[str, type[_Action]] = {cls.__name__: cls for cls in ACTION_TYPES}
 
 
 class IssuedHandoffAction(_Value):
-    """An action together with the journal id its outcome must quote."""
+    """An action together with the journal id its outcome must quote.
+
+    Its JSON form is the wire form, ``{"id": 3, "action": {"StartTransfer": {...}}}``:
+    the action's variant travels as serde's external tag (the variants' fields alone
+    could not tell ``SubmitPrefill`` from ``ReleaseSource``).
+    """
 
     id: U64
     action: HandoffAction
+
+    @model_validator(mode="before")
+    @classmethod
+    def _untag_action(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("action"), dict):
+            return data
+        tagged = data["action"]
+        name = next(iter(tagged)) if len(tagged) == 1 else None
+        variant = _ACTIONS_BY_NAME.get(name) if isinstance(name, str) else None
+        if variant is None:
+            raise ValueError(
+                'an action is tagged with its variant, e.g. {"StartTransfer": {...}}; '
+                f"got {tagged!r}"
+            )
+        return {**data, "action": variant.model_validate(tagged[name])}
+
+    @field_serializer("action")
+    def _tag_action(self, action: HandoffAction, info: SerializationInfo) -> dict[str, Any]:
+        return {type(action).__name__: action.model_dump(mode=info.mode)}
 
     @classmethod
     def trusted(cls, action_id: int, action: HandoffAction) -> IssuedHandoffAction:
@@ -317,6 +351,20 @@ class HandoffActionOutcome(_Value):
     SCHEDULED: ClassVar[HandoffActionOutcome]
     APPLIED: ClassVar[HandoffActionOutcome]
     NOOP: ClassVar[HandoffActionOutcome]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_wire_form(cls, data: Any) -> Any:
+        # The wire form, "Applied" or {"Failed": "reason"}, is accepted as input too.
+        if isinstance(data, str):
+            return {"kind": data}
+        if isinstance(data, dict) and set(data) == {"Failed"}:
+            return {"kind": OutcomeKind.FAILED, "reason": data["Failed"]}
+        return data
+
+    @model_serializer(mode="plain")
+    def _to_wire_form(self) -> str | dict[str, str]:
+        return self.kind.value if self.reason is None else {"Failed": self.reason}
 
     @model_validator(mode="after")
     def _reason_iff_failed(self) -> Self:

@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 from uuid import UUID
 
 from handoff_fsm.coordinator import Engine, HandoffCoordinator
@@ -227,10 +227,9 @@ def replay(lines: Iterable[str | bytes], *, engine: Engine = "compiled") -> Iter
 def cli_replay(args: argparse.Namespace) -> int:
     """``handoff-fsm replay TRACE|- [-o OUT] [--engine ...]``."""
     with ExitStack() as stack:
-        source: TextIO = (
-            sys.stdin
-            if args.trace == "-"
-            else stack.enter_context(open(args.trace, encoding="utf-8"))
+        # Bytes in: a line that is not UTF-8 is one invalid_input reply, not a crash.
+        source: BinaryIO = (
+            sys.stdin.buffer if args.trace == "-" else stack.enter_context(open(args.trace, "rb"))
         )
         out: TextIO = (
             sys.stdout

@@ -360,6 +360,7 @@ pub fn write_f64(out: &mut String, x: f64) {
     let (mantissa, exponent) = sci.split_once('e').expect("`{:e}` has an exponent");
     let exponent: i32 = exponent.parse().expect("`{:e}` exponent is an integer");
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let digits = python_tie_break(x.abs(), digits, exponent);
     // Python's decpt: value = 0.DIGITS * 10^decpt.
     let decpt = exponent + 1;
     if negative {
@@ -395,6 +396,72 @@ pub fn write_f64(out: &mut String, x: f64) {
     }
 }
 
+/// Rust's shortest digits and Python's `repr` (David Gay's dtoa, mode 0) agree
+/// except when `|x|` lies exactly halfway between two shortest candidates that
+/// both read back as `x`: Rust then takes the upper one, Python the one with an
+/// even last digit (e.g. 95781546100480.625: Rust `...480.63`, Python
+/// `...480.62`). Both read back as the same f64; this makes the text identical.
+fn python_tie_break(x: f64, digits: String, exponent: i32) -> String {
+    let n = digits.len() as i32;
+    let Ok(d) = digits.parse::<u64>() else {
+        return digits;
+    };
+    // value of the last digit of `d`: 10^k
+    let k = exponent - (n - 1);
+    for step in [1i64, -1] {
+        let other = d as i64 + step;
+        if other <= 0 || other.to_string().len() != digits.len() || other % 2 != 0 || d % 2 == 0 {
+            continue;
+        }
+        // Is x exactly the midpoint (10d + 5*step) * 10^(k-1)?
+        let midpoint = (10 * d as i64 + 5 * step) as u64;
+        if !equals_decimal(x, midpoint, k - 1) {
+            continue;
+        }
+        let candidate = other.to_string();
+        if format!("{candidate}e{k}").parse::<f64>() == Ok(x) {
+            return candidate;
+        }
+    }
+    digits
+}
+
+/// Exactly `x == m * 10^j` for an odd `m` (x positive and finite)?
+fn equals_decimal(x: f64, m: u64, j: i32) -> bool {
+    debug_assert!(m % 2 == 1);
+    let bits = x.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1u64 << 52) - 1);
+    let (mut mantissa, mut q) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1u64 << 52), biased - 1075)
+    };
+    if mantissa == 0 {
+        return false;
+    }
+    let tz = mantissa.trailing_zeros();
+    mantissa >>= tz;
+    q += tz as i32;
+    // x = mantissa * 2^q with mantissa odd; m * 10^j = (m * 5^j) * 2^j.
+    if q != j {
+        return false;
+    }
+    if j >= 0 {
+        // odd parts: m * 5^j == mantissa
+        5u128
+            .checked_pow(j as u32)
+            .and_then(|p| p.checked_mul(u128::from(m)))
+            .is_some_and(|v| v == u128::from(mantissa))
+    } else {
+        // odd parts: m == mantissa * 5^-j
+        5u128
+            .checked_pow((-j) as u32)
+            .and_then(|p| p.checked_mul(u128::from(mantissa)))
+            .is_some_and(|v| v == u128::from(m))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,6 +473,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::excessive_precision)] // exact binary values on purpose (ties)
     fn python_float_repr() {
         assert_eq!(f(2.5), "2.5");
         assert_eq!(f(1.0), "1.0");
@@ -423,6 +491,10 @@ mod tests {
         assert_eq!(f(f64::NAN), "NaN");
         assert_eq!(f(f64::NEG_INFINITY), "-Infinity");
         assert_eq!(f(10.0 * 1024.0 / (1.0 * 1e9) * 1000.0), "0.01024");
+        // ties between two shortest candidates: Python keeps the even last digit
+        assert_eq!(f(95781546100480.625), "95781546100480.62");
+        assert_eq!(f(1133388824586003.25), "1133388824586003.2");
+        assert_eq!(f(-95781546100480.625), "-95781546100480.62");
     }
 
     #[test]

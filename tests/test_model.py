@@ -1,0 +1,105 @@
+"""Value types: validated at the edge, frozen, closed, and faithful to the reference's shapes."""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import pytest
+from pydantic import ValidationError
+
+from handoff_fsm import (
+    DestinationReserved,
+    HandoffActionOutcome,
+    HandoffTransferTiming,
+    IssuedHandoffAction,
+    OutcomeKind,
+    SourceHeld,
+    StartTransfer,
+    SubmitPrefill,
+    TransferTimingMode,
+)
+
+HID = uuid.UUID(int=7)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"full_prompt_tokens": -1},
+        {"full_prompt_tokens": 1.0},
+        {"full_prompt_tokens": "1"},
+        {"full_prompt_tokens": True},
+        {"full_prompt_tokens": 2**64},
+        {"kv_bytes_per_token": -5},
+        {"bandwidth_gb_s": "fast"},
+        {"bandwidth_gb_s": True},
+        {"state_bytes": -1},
+        {"mode": "half_prompt"},
+        {"unknown_field": 1},
+    ],
+)
+def test_timing_rejects_malformed_values(kwargs: dict[str, object]) -> None:
+    values: dict[str, object] = {"mode": "full_prompt", "full_prompt_tokens": 1, **kwargs}
+    with pytest.raises(ValidationError):
+        HandoffTransferTiming(**values)  # type: ignore[arg-type]
+
+
+def test_timing_accepts_positional_and_keyword_forms() -> None:
+    positional = HandoffTransferTiming(TransferTimingMode.FULL_PROMPT, 10, 1024, 1)
+    keywords = HandoffTransferTiming(
+        mode="full_prompt", full_prompt_tokens=10, kv_bytes_per_token=1024, bandwidth_gb_s=1.0
+    )
+    assert positional == keywords
+    assert positional.bandwidth_gb_s == 1.0 and type(positional.bandwidth_gb_s) is float
+    nan = HandoffTransferTiming(TransferTimingMode.FULL_PROMPT, 1, 1, math.nan)
+    assert nan.bandwidth_gb_s is not None and math.isnan(nan.bandwidth_gb_s)  # kept: rejected later
+
+
+def test_facts_reject_negative_tokens_wrong_types_and_unknown_fields() -> None:
+    with pytest.raises(ValidationError):
+        DestinationReserved(handoff_id=HID, transferable_prompt_tokens=-1)
+    with pytest.raises(ValidationError):
+        DestinationReserved(handoff_id="nope", transferable_prompt_tokens=1)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        DestinationReserved(handoff_id=HID, transferable_prompt_tokens=1, extra=2)  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        SourceHeld(handoff_id=HID, transfer_timing={"mode": "full_prompt"})  # type: ignore[arg-type]
+    fact = SourceHeld(
+        handoff_id=str(HID),  # type: ignore[arg-type]
+        transfer_timing={"mode": "full_prompt", "full_prompt_tokens": 3},  # type: ignore[arg-type]
+    )
+    assert fact.handoff_id == HID
+    assert fact.transfer_timing.full_prompt_tokens == 3
+
+
+def test_values_are_frozen() -> None:
+    fact = DestinationReserved(handoff_id=HID, transferable_prompt_tokens=1)
+    with pytest.raises(ValidationError):
+        fact.transferable_prompt_tokens = 2  # type: ignore[misc]
+
+
+def test_outcome_constants_and_failed() -> None:
+    assert HandoffActionOutcome.APPLIED.kind is OutcomeKind.APPLIED
+    assert HandoffActionOutcome.APPLIED == HandoffActionOutcome(kind="Applied")  # type: ignore[arg-type]
+    assert HandoffActionOutcome.failed("x") == HandoffActionOutcome.failed("x")
+    assert HandoffActionOutcome.failed("x") != HandoffActionOutcome.failed("y")
+    assert HandoffActionOutcome.failed("x").is_failed
+    assert repr(HandoffActionOutcome.NOOP) == "HandoffActionOutcome.NOOP"
+    assert str(HandoffActionOutcome.failed("x")) == "Failed('x')"
+    with pytest.raises(ValidationError):
+        HandoffActionOutcome(kind=OutcomeKind.FAILED)  # a failure needs its reason
+    with pytest.raises(ValidationError):
+        HandoffActionOutcome(kind=OutcomeKind.APPLIED, reason="no")
+
+
+def test_trusted_actions_equal_validated_ones() -> None:
+    trusted = StartTransfer.issued_with_delay(HID, 2.5)
+    validated = StartTransfer(handoff_id=HID, delay_ms=2.5)
+    assert trusted == validated
+    assert hash(trusted) == hash(validated)
+    assert trusted.model_dump() == validated.model_dump()
+    assert SubmitPrefill.issued_for(HID) == SubmitPrefill(handoff_id=HID)
+    issued = IssuedHandoffAction.trusted(3, trusted)
+    assert issued == IssuedHandoffAction(id=3, action=validated)
+    assert issued.model_fields_set == {"id", "action"}
