@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from handoff_fsm.replay import TraceReplayer
+from handoff_fsm.replay import TraceReplayer, replay
 
 ORACLE_DIR = Path(__file__).parent / "oracle"
 
@@ -78,7 +78,14 @@ def _timing(rng: random.Random) -> dict[str, Any]:
 def _fact(rng: random.Random, handoff: _Handoff, handoff_ids: list[str]) -> dict[str, Any]:
     handoff_id = handoff.handoff_id if rng.random() < 0.95 else rng.choice(handoff_ids)
     kind = rng.choices(
-        ["SourceHeld", "DestinationReserved", "TransferCompleted", "Failed", "TimedOut", "Canceled"],
+        [
+            "SourceHeld",
+            "DestinationReserved",
+            "TransferCompleted",
+            "Failed",
+            "TimedOut",
+            "Canceled",
+        ],
         weights=[5, 5, 5, 1, 1, 1],
     )[0]
     body: dict[str, Any] = {"handoff_id": handoff_id}
@@ -160,7 +167,11 @@ def random_trace(steps: int, seed: int, live: int = 8) -> list[str]:
         elif roll < 0.12:
             op = {"coordinator": handoff.key, "op": "start"}
         elif roll < 0.45:
-            op = {"coordinator": handoff.key, "op": "fact", "fact": _fact(rng, handoff, handoff_ids)}
+            op = {
+                "coordinator": handoff.key,
+                "op": "fact",
+                "fact": _fact(rng, handoff, handoff_ids),
+            }
         else:
             if handoff.actions and rng.random() < 0.93:
                 action_id, action = rng.choice(list(handoff.actions.items()))
@@ -171,8 +182,12 @@ def random_trace(steps: int, seed: int, live: int = 8) -> list[str]:
             else:
                 action_id = rng.choice([rng.randrange(12), rng.randrange(2**64)])
                 outcome = _outcome(rng, None)
-            op = {"coordinator": handoff.key, "op": "outcome", "action_id": action_id,
-                  "outcome": outcome}
+            op = {
+                "coordinator": handoff.key,
+                "op": "outcome",
+                "action_id": action_id,
+                "outcome": outcome,
+            }
         reply = emit(op)
         for issued in reply.get("actions", []):
             (name,) = issued["action"]
@@ -224,8 +239,6 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    from handoff_fsm.replay import replay
-
     trace = random_trace(args.steps, args.seed)
     ours = list(replay(trace))
     theirs = run_oracle(build_oracle(), trace)

@@ -23,6 +23,7 @@ from handoff_fsm import (
     HandoffCoordinator,
     HandoffError,
     HandoffErrorCode,
+    HandoffFact,
     HandoffOrder,
     HandoffTransferTiming,
     OutcomeError,
@@ -54,7 +55,9 @@ S = HandoffActionOutcome
 # ----------------------------------------------------------------------------
 
 
-def start_transfer_delay(timing: HandoffTransferTiming, fallback_ms: float, engine: Engine) -> float:
+def start_transfer_delay(
+    timing: HandoffTransferTiming, fallback_ms: float, engine: Engine
+) -> float:
     coordinator = HandoffCoordinator(HANDOFF_ID, SF, fallback_ms, engine=engine)
     submit = one(coordinator.start())
     assert kinds([submit]) == ["SubmitPrefill"]
@@ -351,7 +354,9 @@ def test_source_held_before_submission_acknowledged_is_rejected(
         ),
         # a finite positive bandwidth so small that the full-prompt delay overflows to +inf
         (
-            HandoffTransferTiming(TransferTimingMode.DESTINATION_MISSING, 2**64 - 1, 2**64 - 1, 1e-300),
+            HandoffTransferTiming(
+                TransferTimingMode.DESTINATION_MISSING, 2**64 - 1, 2**64 - 1, 1e-300
+            ),
             HandoffErrorCode.INVALID_TRANSFER_DELAY,
         ),
     ],
@@ -488,9 +493,10 @@ def test_failed_outcome_of_each_active_action_begins_cleanup(
 
 def _success_script(
     order: HandoffOrder,
-) -> list[tuple[str, HandoffActionOutcome, object | None]]:
+) -> list[tuple[str, HandoffActionOutcome, HandoffFact | None]]:
     """(expected pending action, its good outcome, the fact that follows or None)."""
     completed = TransferCompleted(handoff_id=HANDOFF_ID)
+    head: list[tuple[str, HandoffActionOutcome, HandoffFact | None]]
     if order is SF:
         head = [
             ("SubmitPrefill", S.SUBMITTED, source_held()),
@@ -614,7 +620,9 @@ def test_destination_missing_delay_is_not_validated_like_the_reference(engine: E
 
 
 @pytest.mark.parametrize("fact_type", [Failed, TimedOut, Canceled])
-def test_cleanup_before_start_completes_immediately(fact_type: type[Failed], engine: Engine) -> None:
+def test_cleanup_before_start_completes_immediately(
+    fact_type: type[Failed], engine: Engine
+) -> None:
     coordinator = HandoffCoordinator(HANDOFF_ID, SF, engine=engine)
     complete = one(coordinator.on_fact(fact_type(handoff_id=HANDOFF_ID)))
     assert kinds([complete]) == ["Complete"]
@@ -708,7 +716,7 @@ def test_constructor_accepts_strings_and_rejects_wrong_types(engine: Engine) -> 
     with pytest.raises(ValueError, match="SourceFirst"):
         HandoffCoordinator(HANDOFF_ID, "sideways", engine=engine)
     with pytest.raises(ValueError, match="float"):
-        HandoffCoordinator(HANDOFF_ID, SF, True, engine=engine)  # type: ignore[arg-type]
+        HandoffCoordinator(HANDOFF_ID, SF, True, engine=engine)
     with pytest.raises(ValueError, match="engine"):
         HandoffCoordinator(HANDOFF_ID, SF, engine="fast")  # type: ignore[arg-type]
 
@@ -749,7 +757,10 @@ def _error_cases(engine: Engine) -> dict[HandoffErrorCode, tuple[HandoffCoordina
     ack(conflicting, first, S.SUBMITTED)
     huge = HandoffTransferTiming(TransferTimingMode.FULL_PROMPT, 2**64 - 1, 2**64 - 1, 1e-300)
     return {
-        HandoffErrorCode.FOREIGN_HANDOFF: (fresh, lambda c: c.on_fact(source_held(handoff_id=OTHER_ID))),
+        HandoffErrorCode.FOREIGN_HANDOFF: (
+            fresh,
+            lambda c: c.on_fact(source_held(handoff_id=OTHER_ID)),
+        ),
         HandoffErrorCode.SOURCE_HELD_BEFORE_SUBMIT: (fresh, lambda c: c.on_fact(source_held())),
         HandoffErrorCode.DESTINATION_RESERVED_BEFORE_ACCEPT: (
             accepted_df,
@@ -764,7 +775,9 @@ def _error_cases(engine: Engine) -> dict[HandoffErrorCode, tuple[HandoffCoordina
             lambda c: c.on_fact(
                 SourceHeld(
                     handoff_id=HANDOFF_ID,
-                    transfer_timing=HandoffTransferTiming(TransferTimingMode.FULL_PROMPT, 1, 1, math.inf),
+                    transfer_timing=HandoffTransferTiming(
+                        TransferTimingMode.FULL_PROMPT, 1, 1, math.inf
+                    ),
                 )
             ),
         ),
@@ -826,7 +839,9 @@ def test_error_messages_name_the_values(engine: Engine) -> None:
         HandoffErrorCode.UNKNOWN_ACTION: "42",
         HandoffErrorCode.CONFLICTING_OUTCOME: "Noop after Submitted",
         HandoffErrorCode.CLEANUP_ACTION_FAILED: "CancelSource",
-        HandoffErrorCode.INVALID_OUTCOME: "Applied for action 2 (StartTransfer); expected Scheduled",
+        HandoffErrorCode.INVALID_OUTCOME: (
+            "Applied for action 2 (StartTransfer); expected Scheduled"
+        ),
         HandoffErrorCode.FOREIGN_HANDOFF: str(OTHER_ID),
     }
     for code, needle in expectations.items():

@@ -14,9 +14,9 @@ import pytest
 from handoff_fsm.replay import replay
 from tests.differential import (
     ORACLE_DIR,
-    normalized,
     build_oracle,
     compare,
+    normalized,
     random_trace,
     run_oracle,
 )

@@ -35,7 +35,7 @@ def test_acknowledge_returns_the_chart_event_then_none_for_duplicates() -> None:
     release = journal.issue(ReleaseSource.issued_for(HID))
     assert journal.acknowledge(release.id, S.NOOP) == ACKNOWLEDGEMENTS[ReleaseSource].event
     assert journal.acknowledge(release.id, S.NOOP) is None
-    assert journal.acknowledge(release.id, HandoffActionOutcome(kind="Noop")) is None  # type: ignore[arg-type]
+    assert journal.acknowledge(release.id, HandoffActionOutcome(kind="Noop")) is None
     with pytest.raises(OutcomeError) as error:
         journal.acknowledge(release.id, S.APPLIED)
     assert error.value.code is HandoffErrorCode.CONFLICTING_OUTCOME

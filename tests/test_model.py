@@ -60,14 +60,14 @@ def test_facts_reject_negative_tokens_wrong_types_and_unknown_fields() -> None:
     with pytest.raises(ValidationError):
         DestinationReserved(handoff_id=HID, transferable_prompt_tokens=-1)
     with pytest.raises(ValidationError):
-        DestinationReserved(handoff_id="nope", transferable_prompt_tokens=1)  # type: ignore[arg-type]
+        DestinationReserved(handoff_id="nope", transferable_prompt_tokens=1)
     with pytest.raises(ValidationError):
         DestinationReserved(handoff_id=HID, transferable_prompt_tokens=1, extra=2)  # type: ignore[call-arg]
     with pytest.raises(ValidationError):
-        SourceHeld(handoff_id=HID, transfer_timing={"mode": "full_prompt"})  # type: ignore[arg-type]
+        SourceHeld(handoff_id=HID, transfer_timing={"mode": "full_prompt"})
     fact = SourceHeld(
-        handoff_id=str(HID),  # type: ignore[arg-type]
-        transfer_timing={"mode": "full_prompt", "full_prompt_tokens": 3},  # type: ignore[arg-type]
+        handoff_id=str(HID),
+        transfer_timing={"mode": "full_prompt", "full_prompt_tokens": 3},
     )
     assert fact.handoff_id == HID
     assert fact.transfer_timing.full_prompt_tokens == 3
@@ -81,7 +81,7 @@ def test_values_are_frozen() -> None:
 
 def test_outcome_constants_and_failed() -> None:
     assert HandoffActionOutcome.APPLIED.kind is OutcomeKind.APPLIED
-    assert HandoffActionOutcome.APPLIED == HandoffActionOutcome(kind="Applied")  # type: ignore[arg-type]
+    assert HandoffActionOutcome(kind="Applied") == HandoffActionOutcome.APPLIED
     assert HandoffActionOutcome.failed("x") == HandoffActionOutcome.failed("x")
     assert HandoffActionOutcome.failed("x") != HandoffActionOutcome.failed("y")
     assert HandoffActionOutcome.failed("x").is_failed

@@ -35,7 +35,9 @@ def test_snapshot_round_trips_through_json(engine: Engine) -> None:
 
 
 @pytest.mark.parametrize("restore_engine", ["compiled", "statechart"])
-def test_restore_continues_exactly_where_it_left_off(engine: Engine, restore_engine: Engine) -> None:
+def test_restore_continues_exactly_where_it_left_off(
+    engine: Engine, restore_engine: Engine
+) -> None:
     original, transfer = drive_to_transfer(HandoffOrder.DESTINATION_FIRST, engine, delay_ms=2.5)
     restored = HandoffCoordinator.restore(
         HandoffSnapshot.model_validate_json(original.snapshot().model_dump_json()),
@@ -85,7 +87,10 @@ def test_restore_rejects_inconsistent_snapshots(engine: Engine) -> None:
         ),
         "pending Complete": _broken(
             good,
-            issued=(*good.issued, IssuedHandoffAction(id=2, action=Complete(handoff_id=HANDOFF_ID))),
+            issued=(
+                *good.issued,
+                IssuedHandoffAction(id=2, action=Complete(handoff_id=HANDOFF_ID)),
+            ),
         ),
         "outcome for unknown action": _broken(
             good, outcomes=(*good.outcomes, RecordedOutcome(action_id=9, outcome=S.APPLIED))

@@ -81,7 +81,9 @@ def test_modes_pick_the_token_count() -> None:
     assert full.delay_ms(20) == 0.1
     assert missing.delay_ms(20) == 0.02
     assert missing.full_prompt_delay_ms() == 0.1
-    affine = HandoffTransferTiming(TransferTimingMode.DESTINATION_MISSING, 4096, 4444, 100.0, 21_479_424)
+    affine = HandoffTransferTiming(
+        TransferTimingMode.DESTINATION_MISSING, 4096, 4444, 100.0, 21_479_424
+    )
     for tokens in (0, 64, 512, 4096):
         expected = (tokens * 4444 + 21_479_424) / 100_000_000.0
         delay = affine.delay_ms(tokens)
