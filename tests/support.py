@@ -46,13 +46,13 @@ def timing(delay_ms: float | None) -> HandoffTransferTiming:
     )
 
 
-def source_held(
-    delay_ms: float | None = None, handoff_id: uuid.UUID = HANDOFF_ID
-) -> SourceHeld:
+def source_held(delay_ms: float | None = None, handoff_id: uuid.UUID = HANDOFF_ID) -> SourceHeld:
     return SourceHeld(handoff_id=handoff_id, transfer_timing=timing(delay_ms))
 
 
-def destination_reserved(tokens: int = 1, handoff_id: uuid.UUID = HANDOFF_ID) -> DestinationReserved:
+def destination_reserved(
+    tokens: int = 1, handoff_id: uuid.UUID = HANDOFF_ID
+) -> DestinationReserved:
     return DestinationReserved(handoff_id=handoff_id, transferable_prompt_tokens=tokens)
 
 
