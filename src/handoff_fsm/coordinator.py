@@ -35,6 +35,7 @@ from handoff_fsm.model import (
     CancelSource,
     Complete,
     DestinationReserved,
+    HandoffAction,
     HandoffActionOutcome,
     HandoffCompletion,
     HandoffFact,
@@ -46,6 +47,7 @@ from handoff_fsm.model import (
     SourceHeld,
     StartTransfer,
     SubmitPrefill,
+    TransferTimingMode,
 )
 from handoff_fsm.runtime import (
     ChartState,
@@ -55,7 +57,7 @@ from handoff_fsm.runtime import (
     effect_names,
 )
 from handoff_fsm.snapshot import HandoffSnapshot, RecordedOutcome
-from handoff_fsm.timing import validate_transfer_timing
+from handoff_fsm.timing import transfer_delay_ms, validate_transfer_timing
 
 Engine = Literal["compiled", "statechart"]
 
@@ -87,7 +89,8 @@ class HandoffCoordinator:
     _fallback: float
     _journal: ActionJournal
     _state: ChartState | _LiveChartState
-    _timing: HandoffTransferTiming | None
+    _timing: _TimingInputs | None
+    """The held source's timing, unpacked: a live coordinator should not keep a model alive."""
     _tokens: int | None
 
     def __init__(
@@ -197,11 +200,12 @@ class HandoffCoordinator:
             source_engaged=fields.source_engaged,
             destination_engaged=fields.destination_engaged,
             completion=fields.completion,
-            transfer_timing=self._timing,
+            transfer_timing=None if self._timing is None else _timing_model(self._timing),
             transferable_prompt_tokens=self._tokens,
             next_action_id=journal.next_id,
             issued=tuple(
-                IssuedHandoffAction.trusted(i, a) for i, a in sorted(journal.issued.items())
+                IssuedHandoffAction.trusted(i, self._rebuild(kind))
+                for i, kind in sorted(journal.issued.items())
             ),
             outcomes=tuple(
                 RecordedOutcome(action_id=i, outcome=o) for i, o in sorted(journal.outcomes.items())
@@ -221,10 +225,20 @@ class HandoffCoordinator:
         self._order = snapshot.order
         self._fallback = snapshot.fallback_transfer_delay_ms
         self._journal = ActionJournal(snapshot.next_action_id)
-        self._journal.issued = {issued.id: issued.action for issued in snapshot.issued}
+        self._journal.issued = {issued.id: type(issued.action) for issued in snapshot.issued}
         self._journal.outcomes = {rec.action_id: rec.outcome for rec in snapshot.outcomes}
-        self._timing = snapshot.transfer_timing
+        timing = snapshot.transfer_timing
+        self._timing = None if timing is None else _timing_inputs(timing)
         self._tokens = snapshot.transferable_prompt_tokens
+        for issued in snapshot.issued:
+            if issued.action != self._rebuild(type(issued.action)):
+                raise handoff_error(
+                    HandoffErrorCode.INVALID_SNAPSHOT,
+                    f"invalid snapshot: action {issued.id} ({issued.action!r}) is not the "
+                    "action this handoff issues there",
+                    handoff_id=snapshot.handoff_id,
+                    state=snapshot.state,
+                )
         self._state = (
             chart_state if engine == "compiled" else _live_state(self, engine, chart_state)
         )
@@ -256,7 +270,7 @@ class HandoffCoordinator:
         self._reject("reject_transfer_completed_before_scheduled")
 
     def store_transfer_timing(self, fact: SourceHeld) -> None:
-        self._timing = fact.transfer_timing
+        self._timing = _timing_inputs(fact.transfer_timing)
 
     def store_transferable_tokens(self, fact: DestinationReserved) -> None:
         self._tokens = fact.transferable_prompt_tokens
@@ -268,16 +282,30 @@ class HandoffCoordinator:
         return self._journal.issue(ReserveDestination.issued_for(self._handoff_id))
 
     def issue_start_transfer(self) -> IssuedHandoffAction:
+        return self._journal.issue(
+            StartTransfer.issued_with_delay(self._handoff_id, self._transfer_delay_ms())
+        )
+
+    def _transfer_delay_ms(self) -> float:
+        """The reference's ``delay_ms(transferable tokens).unwrap_or(fallback)``."""
         timing = self._timing
         tokens = self._tokens
         if timing is None or tokens is None:  # excluded by the chart and by restore()
             raise AssertionError("transfer started without timing or transferable tokens")
-        delay = timing.delay_ms(tokens)
-        return self._journal.issue(
-            StartTransfer.issued_with_delay(
-                self._handoff_id, self._fallback if delay is None else delay
-            )
+        full_prompt, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes = timing
+        delay = transfer_delay_ms(
+            prompt_tokens if full_prompt else tokens,
+            kv_bytes_per_token,
+            bandwidth_gb_s,
+            state_bytes,
         )
+        return self._fallback if delay is None else delay
+
+    def _rebuild(self, kind: type[HandoffAction]) -> HandoffAction:
+        """The action of this kind this handoff issued (actions are a function of its data)."""
+        if kind is StartTransfer:
+            return StartTransfer.issued_with_delay(self._handoff_id, self._transfer_delay_ms())
+        return kind.issued_for(self._handoff_id)
 
     def issue_activate_destination(self) -> IssuedHandoffAction:
         return self._journal.issue(ActivateDestination.issued_for(self._handoff_id))
@@ -314,6 +342,27 @@ class HandoffCoordinator:
 
 
 # ---------------------------------------------------------------------- helpers
+
+_TimingInputs = tuple[bool, int, int | None, float | None, int]
+"""(full-prompt mode?, full_prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes)."""
+
+
+def _timing_inputs(timing: HandoffTransferTiming) -> _TimingInputs:
+    return (
+        timing.mode is TransferTimingMode.FULL_PROMPT,
+        timing.full_prompt_tokens,
+        timing.kv_bytes_per_token,
+        timing.bandwidth_gb_s,
+        timing.state_bytes,
+    )
+
+
+def _timing_model(inputs: _TimingInputs) -> HandoffTransferTiming:
+    full_prompt, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes = inputs
+    mode = TransferTimingMode.FULL_PROMPT if full_prompt else TransferTimingMode.DESTINATION_MISSING
+    return HandoffTransferTiming(
+        mode, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes
+    )
 
 
 def _checked_fallback(value: object, handoff_id: UUID) -> float:

@@ -22,20 +22,25 @@ _FAILED = OutcomeKind.FAILED
 
 
 class ActionJournal:
-    """Ids, issued actions and recorded outcomes of one coordinator."""
+    """Ids, issued action kinds and recorded outcomes of one coordinator.
+
+    Only the *kind* of each issued action is kept (a shared class, not the action):
+    that is all an outcome is judged by, and it keeps a live coordinator small. The
+    coordinator can rebuild the actions themselves for a snapshot.
+    """
 
     __slots__ = ("issued", "next_id", "outcomes")
 
     def __init__(self, next_id: int = 0) -> None:
         self.next_id = next_id
-        self.issued: dict[int, HandoffAction] = {}
+        self.issued: dict[int, type[HandoffAction]] = {}
         self.outcomes: dict[int, HandoffActionOutcome] = {}
 
     def issue(self, action: HandoffAction) -> IssuedHandoffAction:
-        """Give ``action`` the next id and remember it until the handoff completes."""
+        """Give ``action`` the next id and remember its kind until the handoff completes."""
         action_id = self.next_id
         self.next_id = action_id + 1
-        self.issued[action_id] = action
+        self.issued[action_id] = type(action)
         return IssuedHandoffAction.trusted(action_id, action)
 
     def acknowledge(self, action_id: int, outcome: HandoffActionOutcome) -> str | None:
@@ -45,8 +50,8 @@ class ActionJournal:
         nothing, for an unknown id, a conflicting duplicate, an outcome the action
         cannot have, or a failed cleanup action.
         """
-        action = self.issued.get(action_id)
-        if action is None:
+        kind = self.issued.get(action_id)
+        if kind is None:
             raise handoff_error(
                 HandoffErrorCode.UNKNOWN_ACTION,
                 f"unknown handoff action {action_id} (outstanding ids: {sorted(self.issued)})",
@@ -59,21 +64,21 @@ class ActionJournal:
             raise handoff_error(
                 HandoffErrorCode.CONFLICTING_OUTCOME,
                 f"conflicting outcome for handoff action {action_id} "
-                f"({type(action).__name__}): {outcome} after {previous}",
+                f"({kind.__name__}): {outcome} after {previous}",
                 action_id=action_id,
             )
-        ack = ACKNOWLEDGEMENTS[type(action)]
-        kind = outcome.kind
-        if kind is _FAILED:
+        ack = ACKNOWLEDGEMENTS[kind]
+        outcome_kind = outcome.kind
+        if outcome_kind is _FAILED:
             if not ack.may_fail:
                 raise handoff_error(
                     HandoffErrorCode.CLEANUP_ACTION_FAILED,
-                    f"handoff cleanup action {action_id} ({type(action).__name__}) "
+                    f"handoff cleanup action {action_id} ({kind.__name__}) "
                     f"failed: {outcome.reason!r}",
                     action_id=action_id,
                 )
             event = ACTION_FAILED
-        elif kind in ack.accepted:
+        elif outcome_kind in ack.accepted:
             event = ack.event
         else:
             expected = " or ".join(sorted(k.value for k in ack.accepted))
@@ -82,7 +87,7 @@ class ActionJournal:
             raise handoff_error(
                 HandoffErrorCode.INVALID_OUTCOME,
                 f"invalid handoff action outcome {outcome} for action {action_id} "
-                f"({type(action).__name__}); expected {expected}",
+                f"({kind.__name__}); expected {expected}",
                 action_id=action_id,
             )
         self.outcomes[action_id] = outcome
