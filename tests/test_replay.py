@@ -22,6 +22,7 @@ from handoff_fsm import (
 )
 from handoff_fsm.replay import TraceReplayer, replay
 from handoff_fsm.wire import fact_to_wire, outcome_to_wire
+from tests.differential import random_trace
 from tests.support import HANDOFF_ID, OTHER_ID, destination_reserved, source_held
 
 HID = str(HANDOFF_ID)
@@ -240,3 +241,8 @@ def _reply(call: Any, *args: Any) -> dict[str, Any]:
         return {"actions": call(*args)}
     except HandoffError as error:
         return {"error": {"code": error.code.value}}
+
+
+def test_reply_text_is_exactly_what_json_dumps_writes() -> None:
+    for reply in replay(random_trace(5_000, seed=4)):
+        assert reply == json.dumps(json.loads(reply))

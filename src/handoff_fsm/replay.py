@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
@@ -25,53 +26,77 @@ from handoff_fsm.model import (
     HandoffCompletion,
     HandoffOrder,
     IssuedHandoffAction,
+    StartTransfer,
 )
-from handoff_fsm.wire import fact_from_wire, issued_to_wire, outcome_from_wire
+from handoff_fsm.wire import fact_from_wire, outcome_from_wire
 
 _ORDERS = {order.value: order for order in HandoffOrder}
-_OP_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    # op: (required keys, optional keys)
+_REQUIRED = frozenset({"coordinator", "op"})
+_OP_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
+    # op: the exact key sets a line may have (required first, all allowed last)
     "new": (
-        frozenset({"coordinator", "op", "handoff_id", "order"}),
-        frozenset({"fallback_transfer_delay_ms"}),
+        _REQUIRED | {"handoff_id", "order"},
+        _REQUIRED | {"handoff_id", "order", "fallback_transfer_delay_ms"},
     ),
-    "start": (frozenset({"coordinator", "op"}), frozenset()),
-    "fact": (frozenset({"coordinator", "op", "fact"}), frozenset()),
-    "outcome": (frozenset({"coordinator", "op", "action_id", "outcome"}), frozenset()),
+    "start": (_REQUIRED,),
+    "fact": (_REQUIRED | {"fact"},),
+    "outcome": (_REQUIRED | {"action_id", "outcome"},),
 }
+
+
+class _Live:
+    """A running coordinator with the reply text it always starts with."""
+
+    __slots__ = ("coordinator", "handoff_id_text", "prefix")
+
+    def __init__(self, coordinator: HandoffCoordinator, prefix: str) -> None:
+        self.coordinator = coordinator
+        self.prefix = prefix
+        self.handoff_id_text = str(coordinator.handoff_id)
 
 
 class _Tombstone:
     """What remains of a completed coordinator: enough to answer every later line."""
 
-    __slots__ = ("completion", "handoff_id")
+    __slots__ = ("completion", "handoff_id", "prefix")
 
-    def __init__(self, coordinator: HandoffCoordinator) -> None:
-        self.handoff_id = coordinator.handoff_id
-        self.completion = coordinator.completion
+    def __init__(self, live: _Live) -> None:
+        self.handoff_id = live.coordinator.handoff_id
+        self.completion = live.coordinator.completion
+        self.prefix = live.prefix
 
 
 class TraceReplayer:
-    """Applies trace operations to named coordinators (see DESIGN.md §7 / README)."""
+    """Applies trace operations to named coordinators (see DESIGN.md §7 / README).
+
+    Replies are formatted as JSON text directly (the same text ``json.dumps`` would
+    give for the reply object): at a million lines, building and re-encoding reply
+    dicts would cost as much as the coordinators themselves.
+    """
 
     def __init__(self, *, engine: Engine = "compiled") -> None:
         self.engine: Engine = engine
-        self.live: dict[str, HandoffCoordinator] = {}
+        self.live: dict[str, _Live] = {}
         self.completed: dict[str, _Tombstone] = {}
 
     def reply(self, line: str | bytes, line_number: int) -> dict[str, Any]:
         """The reply object for one trace line (never raises for bad input)."""
+        reply: dict[str, Any] = json.loads(self.reply_text(line, line_number))
+        return reply
+
+    def reply_text(self, line: str | bytes, line_number: int) -> str:
+        """The reply to one trace line as one line of JSON text (no newline)."""
         key: str | None = None
         try:
             op = json.loads(line)
-            if isinstance(op, dict) and isinstance(op.get("coordinator"), str):
+            if type(op) is dict and type(op.get("coordinator")) is str:
                 key = op["coordinator"]
             return self._apply(op, key)
         except HandoffError as error:
             if error.code is HandoffErrorCode.INVALID_INPUT:
                 error.message = f"line {line_number}: {error.message}"
             return self._error_reply(key, error)
-        except ValueError as error:  # JSON syntax
+        except ValueError as error:  # JSON syntax, or bytes that are not UTF-8
             return self._error_reply(
                 key,
                 handoff_error(
@@ -79,33 +104,33 @@ class TraceReplayer:
                 ),
             )
 
-    def _apply(self, op: Any, key: str | None) -> dict[str, Any]:
-        if not isinstance(op, dict):
+    def _apply(self, op: Any, key: str | None) -> str:
+        if type(op) is not dict:
             raise _invalid(f"a trace line is a JSON object, got {type(op).__name__}")
         if key is None:
             raise _invalid('"coordinator" must be a string naming the coordinator')
         name = op.get("op")
-        shape = _OP_KEYS.get(name) if isinstance(name, str) else None
-        if shape is None:
-            raise _invalid(f'"op" must be one of {sorted(_OP_KEYS)}, got {name!r}')
-        required, optional = shape
+        shapes = _OP_SHAPES.get(name) if type(name) is str else None
+        if shapes is None:
+            raise _invalid(f'"op" must be one of {sorted(_OP_SHAPES)}, got {name!r}')
         keys = op.keys()
-        if not required <= keys or not keys <= required | optional:
+        if not any(keys == shape for shape in shapes):
+            required, allowed = shapes[0], shapes[-1]
             missing = sorted(required - keys)
-            unknown = sorted(keys - required - optional)
+            unknown = sorted(keys - allowed)
             raise _invalid(f"op {name!r}: missing keys {missing}, unknown keys {unknown}")
         if name == "new":
             return self._new(key, op)
         if name == "start":
-            return self._dispatch(key, "start", None, None)
+            return self._dispatch(key, None, None)
         if name == "fact":
-            return self._dispatch(key, "fact", fact_from_wire(op["fact"]), None)
+            return self._dispatch(key, fact_from_wire(op["fact"]), None)
         action_id = op["action_id"]
         if type(action_id) is not int or not 0 <= action_id <= U64_MAX:
             raise _invalid(f"action_id must be an integer in 0..2^64-1, got {action_id!r}")
-        return self._dispatch(key, "outcome", outcome_from_wire(op["outcome"]), action_id)
+        return self._dispatch(key, outcome_from_wire(op["outcome"]), action_id)
 
-    def _new(self, key: str, op: dict[str, Any]) -> dict[str, Any]:
+    def _new(self, key: str, op: dict[str, Any]) -> str:
         handoff_id = _uuid(op["handoff_id"])
         order = _ORDERS.get(op["order"]) if isinstance(op["order"], str) else None
         if order is None:
@@ -119,39 +144,48 @@ class TraceReplayer:
             raise handoff_error(
                 HandoffErrorCode.DUPLICATE_COORDINATOR, f"coordinator {key!r} already exists"
             )
-        self.live[key] = HandoffCoordinator(handoff_id, order, float(fallback), engine=self.engine)
-        return _reply(key, [], False, None)
+        coordinator = HandoffCoordinator(handoff_id, order, float(fallback), engine=self.engine)
+        live = self.live[key] = _Live(coordinator, _prefix(key))
+        return live.prefix + _NO_ACTIONS_RUNNING
 
-    def _dispatch(self, key: str, kind: str, value: Any, action_id: int | None) -> dict[str, Any]:
-        coordinator = self.live.get(key)
-        if coordinator is None:
+    def _dispatch(self, key: str, value: Any, action_id: int | None) -> str:
+        """Apply start (``value`` None), a fact, or an outcome (``action_id`` given)."""
+        live = self.live.get(key)
+        if live is None:
             tombstone = self.completed.get(key)
             if tombstone is None:
                 raise handoff_error(
                     HandoffErrorCode.UNKNOWN_COORDINATOR, f"no coordinator named {key!r}"
                 )
-            return self._after_completion(key, tombstone, kind, value)
+            return self._after_completion(tombstone, value, action_id)
+        coordinator = live.coordinator
         try:
-            if kind == "start":
-                actions = coordinator.start()
-            elif kind == "fact":
-                actions = coordinator.on_fact(value)
-            else:
-                assert action_id is not None
+            if action_id is not None:
                 actions = coordinator.on_action_outcome(action_id, value)
+            elif value is None:
+                actions = coordinator.start()
+            else:
+                actions = coordinator.on_fact(value)
         except HandoffError as error:
-            return self._error_reply(key, error, coordinator.is_complete, coordinator.completion)
-        if coordinator.is_complete:
-            del self.live[key]
-            self.completed[key] = _Tombstone(coordinator)
-            return _reply(key, actions, True, coordinator.completion)
-        return _reply(key, actions, False, None)
+            return self._error_reply(key, error)
+        text = (
+            ", ".join([_issued_text(issued, live.handoff_id_text) for issued in actions])
+            if actions
+            else ""
+        )
+        completion = coordinator.completion
+        if completion is None:
+            return f'{live.prefix}"actions": [{text}], "complete": false, "completion": null}}'
+        del self.live[key]
+        self.completed[key] = _Tombstone(live)
+        return (
+            f'{live.prefix}"actions": [{text}], "complete": true, '
+            f'"completion": "{completion.value}"}}'
+        )
 
-    def _after_completion(
-        self, key: str, tombstone: _Tombstone, kind: str, value: Any
-    ) -> dict[str, Any]:
+    def _after_completion(self, tombstone: _Tombstone, value: Any, action_id: int | None) -> str:
         # A completed coordinator issues nothing; it still refuses facts of other handoffs.
-        if kind == "fact" and value.handoff_id != tombstone.handoff_id:
+        if action_id is None and value is not None and value.handoff_id != tombstone.handoff_id:
             error = handoff_error(
                 HandoffErrorCode.FOREIGN_HANDOFF,
                 f"fact belongs to a different handoff: {type(value).__name__} for "
@@ -159,49 +193,61 @@ class TraceReplayer:
                 handoff_id=tombstone.handoff_id,
                 state=("complete",),
             )
-            return self._error_reply(key, error, True, tombstone.completion)
-        return _reply(key, [], True, tombstone.completion)
+            return self._error_reply(None, error, tombstone)
+        return f'{tombstone.prefix}"actions": [], {_status_text(tombstone.completion)}}}'
 
     def _error_reply(
-        self,
-        key: str | None,
-        error: HandoffError,
-        complete: bool | None = None,
-        completion: HandoffCompletion | None = None,
-    ) -> dict[str, Any]:
-        if complete is None:
-            complete, completion = self._status(key)
-        return {
-            "coordinator": key,
-            "error": {"code": error.code.value, "message": error.message},
-            "complete": complete,
-            "completion": completion.value if completion is not None else None,
-        }
-
-    def _status(self, key: str | None) -> tuple[bool, HandoffCompletion | None]:
-        if key is None:
-            return False, None
-        coordinator = self.live.get(key)
-        if coordinator is not None:
-            return coordinator.is_complete, coordinator.completion
-        tombstone = self.completed.get(key)
+        self, key: str | None, error: HandoffError, tombstone: _Tombstone | None = None
+    ) -> str:
+        completion: HandoffCompletion | None = None
         if tombstone is not None:
-            return True, tombstone.completion
-        return False, None
+            prefix, completion = tombstone.prefix, tombstone.completion
+        elif key is None:
+            prefix = _prefix(None)
+        else:
+            live = self.live.get(key)
+            known = self.completed.get(key)
+            if live is not None:
+                completion = live.coordinator.completion
+            elif known is not None:
+                completion = known.completion
+            prefix = _prefix(key)
+        return (
+            f'{prefix}"error": {{"code": "{error.code.value}", '
+            f'"message": {json.dumps(error.message)}}}, {_status_text(completion)}}}'
+        )
 
 
-def _reply(
-    key: str,
-    actions: list[IssuedHandoffAction],
-    complete: bool,
-    completion: HandoffCompletion | None,
-) -> dict[str, Any]:
-    return {
-        "coordinator": key,
-        "actions": [issued_to_wire(issued) for issued in actions],
-        "complete": complete,
-        "completion": completion.value if completion is not None else None,
-    }
+_NO_ACTIONS_RUNNING = '"actions": [], "complete": false, "completion": null}'
+
+
+def _prefix(key: str | None) -> str:
+    return f'{{"coordinator": {json.dumps(key)}, '
+
+
+def _status_text(completion: HandoffCompletion | None) -> str:
+    if completion is None:
+        return '"complete": false, "completion": null'
+    return f'"complete": true, "completion": "{completion.value}"'
+
+
+def _float_text(value: float) -> str:
+    """What ``json.dumps`` writes for a float (NaN and infinities as literals)."""
+    if value != value:  # noqa: PLR0124 - NaN is the one float unequal to itself
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+def _issued_text(issued: IssuedHandoffAction, handoff_id_text: str) -> str:
+    action = issued.action
+    name = type(action).__name__
+    if type(action) is StartTransfer:
+        body = f'"handoff_id": "{handoff_id_text}", "delay_ms": {_float_text(action.delay_ms)}'
+    else:
+        body = f'"handoff_id": "{handoff_id_text}"'
+    return f'{{"id": {issued.id}, "action": {{"{name}": {{{body}}}}}}}'
 
 
 def _invalid(message: str) -> HandoffError:
@@ -219,9 +265,9 @@ def _uuid(value: Any) -> UUID:
 
 def replay(lines: Iterable[str | bytes], *, engine: Engine = "compiled") -> Iterator[str]:
     """Replay trace lines lazily; yields one JSON reply line (no newline) per input line."""
-    replayer = TraceReplayer(engine=engine)
+    reply_text = TraceReplayer(engine=engine).reply_text
     for number, line in enumerate(lines, start=1):
-        yield json.dumps(replayer.reply(line, number), allow_nan=True)
+        yield reply_text(line, number)
 
 
 def cli_replay(args: argparse.Namespace) -> int:
