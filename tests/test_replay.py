@@ -246,3 +246,53 @@ def _reply(call: Any, *args: Any) -> dict[str, Any]:
 def test_reply_text_is_exactly_what_json_dumps_writes() -> None:
     for reply in replay(random_trace(5_000, seed=4)):
         assert reply == json.dumps(json.loads(reply))
+
+
+def test_only_the_most_recent_completed_coordinators_are_remembered() -> None:
+    replayer = TraceReplayer(remember_completed=3)
+    number = 0
+    for index in range(10):
+        for line in (new(f"k{index}"), fact(f"k{index}", Canceled(handoff_id=HANDOFF_ID))):
+            number += 1
+            assert "error" not in replayer.reply(line, number)
+    assert list(replayer.completed) == ["k7", "k8", "k9"]  # memory stays bounded
+    assert replayer.live == {}
+    late = replayer.reply(outcome("k9", 0, HandoffActionOutcome.APPLIED), 99)
+    assert late == {"coordinator": "k9", "actions": [], "complete": True, "completion": "Canceled"}
+    forgotten = replayer.reply(outcome("k0", 0, HandoffActionOutcome.APPLIED), 100)
+    assert forgotten["error"]["code"] == "unknown_coordinator"
+    assert "last 3 completions" in forgotten["error"]["message"]
+
+
+def test_remembering_every_completed_coordinator_is_possible() -> None:
+    replayer = TraceReplayer(remember_completed=None)
+    for index in range(5):
+        replayer.reply(new(f"k{index}"), 1)
+        replayer.reply(fact(f"k{index}", Canceled(handoff_id=HANDOFF_ID)), 2)
+    assert len(replayer.completed) == 5
+    with pytest.raises(ValueError, match="remember_completed"):
+        TraceReplayer(remember_completed=-1)
+
+
+def test_cli_remember_option(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    lines = [new("a"), fact("a", Canceled(handoff_id=HANDOFF_ID)), new("b")]
+    lines += [fact("b", Canceled(handoff_id=HANDOFF_ID)), op("a", "start")]
+    trace.write_text("\n".join(lines) + "\n")
+    for remember, code in (("1", "unknown_coordinator"), ("all", None), ("2", None)):
+        result = subprocess.run(
+            [sys.executable, "-m", "handoff_fsm", "replay", str(trace), "--remember", remember],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        last = json.loads(result.stdout.splitlines()[-1])
+        assert last.get("error", {}).get("code") == code, remember
+    bad = subprocess.run(
+        [sys.executable, "-m", "handoff_fsm", "replay", str(trace), "--remember", "-3"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert "expected a count or 'all'" in bad.stderr

@@ -51,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="compiled",
         help="compiled table (default) or python-statemachine's interpreter",
     )
+    replay.add_argument(
+        "--remember",
+        default="10000",
+        metavar="N",
+        type=lambda v: v if v == "all" or (v.isdigit()) else _bad_remember(v),
+        help="completed coordinators that still answer late lines, newest first "
+        "(default 10000; 'all' keeps every one, memory then grows with the trace)",
+    )
 
     diagrams = commands.add_parser(
         "diagrams",
@@ -112,9 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--trace", metavar="OUT", help="write every coordinator input (JSONL)")
     simulate.add_argument("--json", action="store_true", help="print the summary as JSON")
     simulate.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (shown on a terminal for long runs, never with --json)",
+    )
+    simulate.add_argument(
         "--coordinator-engine", choices=_ENGINES, default="compiled", help=argparse.SUPPRESS
     )
     return parser
+
+
+def _bad_remember(value: str) -> str:
+    raise argparse.ArgumentTypeError(f"expected a count or 'all', got {value!r}")
 
 
 def _runner(command: str) -> Callable[[argparse.Namespace], int]:

@@ -2,10 +2,11 @@
 
 Rule kept here: a trace line is read, checked completely, then applied to the
 coordinator it names; every failure becomes an error reply and replay goes
-on. Memory holds the live coordinators only: a completed coordinator is
-replaced by a two-field tombstone that answers later lines exactly as the
-coordinator would (late acknowledgements and repeated facts get no actions, a
-fact for another handoff is still an error).
+on. Memory stays flat: a completed coordinator is replaced by a two-field
+tombstone that answers later lines exactly as the coordinator would (late
+acknowledgements and repeated facts get no actions, a fact for another handoff
+is still an error), and only the most recent ``remember_completed`` tombstones
+are kept; a line for a coordinator forgotten longer ago is ``unknown_coordinator``.
 """
 
 from __future__ import annotations
@@ -58,12 +59,15 @@ class _Live:
 class _Tombstone:
     """What remains of a completed coordinator: enough to answer every later line."""
 
-    __slots__ = ("completion", "handoff_id", "prefix")
+    __slots__ = ("completion", "handoff_id")
 
-    def __init__(self, live: _Live) -> None:
-        self.handoff_id = live.coordinator.handoff_id
-        self.completion = live.coordinator.completion
-        self.prefix = live.prefix
+    def __init__(self, coordinator: HandoffCoordinator) -> None:
+        self.handoff_id = coordinator.handoff_id
+        self.completion = coordinator.completion
+
+
+DEFAULT_REMEMBER_COMPLETED = 10_000
+"""Completed coordinators remembered for late lines: ~1.5 MB, far more than arrive late."""
 
 
 class TraceReplayer:
@@ -74,10 +78,20 @@ class TraceReplayer:
     dicts would cost as much as the coordinators themselves.
     """
 
-    def __init__(self, *, engine: Engine = "compiled") -> None:
+    def __init__(
+        self,
+        *,
+        engine: Engine = "compiled",
+        remember_completed: int | None = DEFAULT_REMEMBER_COMPLETED,
+    ) -> None:
+        if remember_completed is not None and remember_completed < 0:
+            raise ValueError(f"remember_completed must be >= 0 or None, not {remember_completed}")
         self.engine: Engine = engine
+        self.remember_completed = remember_completed
+        """How many completed coordinators answer late lines (``None``: all of them)."""
         self.live: dict[str, _Live] = {}
         self.completed: dict[str, _Tombstone] = {}
+        """Tombstones, oldest first (dicts keep insertion order)."""
 
     def reply(self, line: str | bytes, line_number: int) -> dict[str, Any]:
         """The reply object for one trace line (never raises for bad input)."""
@@ -154,10 +168,17 @@ class TraceReplayer:
         if live is None:
             tombstone = self.completed.get(key)
             if tombstone is None:
-                raise handoff_error(
-                    HandoffErrorCode.UNKNOWN_COORDINATOR, f"no coordinator named {key!r}"
+                remembered = (
+                    ""
+                    if self.remember_completed is None
+                    else " (completed coordinators are remembered for the last "
+                    f"{self.remember_completed} completions)"
                 )
-            return self._after_completion(tombstone, value, action_id)
+                raise handoff_error(
+                    HandoffErrorCode.UNKNOWN_COORDINATOR,
+                    f"no coordinator named {key!r}{remembered}",
+                )
+            return self._after_completion(key, tombstone, value, action_id)
         coordinator = live.coordinator
         try:
             if action_id is not None:
@@ -177,13 +198,22 @@ class TraceReplayer:
         if completion is None:
             return f'{live.prefix}"actions": [{text}], "complete": false, "completion": null}}'
         del self.live[key]
-        self.completed[key] = _Tombstone(live)
+        self._bury(key, _Tombstone(coordinator))
         return (
             f'{live.prefix}"actions": [{text}], "complete": true, '
             f'"completion": "{completion.value}"}}'
         )
 
-    def _after_completion(self, tombstone: _Tombstone, value: Any, action_id: int | None) -> str:
+    def _bury(self, key: str, tombstone: _Tombstone) -> None:
+        completed = self.completed
+        completed[key] = tombstone
+        limit = self.remember_completed
+        if limit is not None and len(completed) > limit:
+            del completed[next(iter(completed))]
+
+    def _after_completion(
+        self, key: str, tombstone: _Tombstone, value: Any, action_id: int | None
+    ) -> str:
         # A completed coordinator issues nothing; it still refuses facts of other handoffs.
         if action_id is None and value is not None and value.handoff_id != tombstone.handoff_id:
             error = handoff_error(
@@ -193,27 +223,15 @@ class TraceReplayer:
                 handoff_id=tombstone.handoff_id,
                 state=("complete",),
             )
-            return self._error_reply(None, error, tombstone)
-        return f'{tombstone.prefix}"actions": [], {_status_text(tombstone.completion)}}}'
+            return self._error_reply(key, error)
+        return f'{_prefix(key)}"actions": [], {_status_text(tombstone.completion)}}}'
 
-    def _error_reply(
-        self, key: str | None, error: HandoffError, tombstone: _Tombstone | None = None
-    ) -> str:
-        completion: HandoffCompletion | None = None
-        if tombstone is not None:
-            prefix, completion = tombstone.prefix, tombstone.completion
-        elif key is None:
-            prefix = _prefix(None)
-        else:
-            live = self.live.get(key)
-            known = self.completed.get(key)
-            if live is not None:
-                completion = live.coordinator.completion
-            elif known is not None:
-                completion = known.completion
-            prefix = _prefix(key)
+    def _error_reply(self, key: str | None, error: HandoffError) -> str:
+        # Live coordinators are never complete (they become tombstones at once).
+        known = self.completed.get(key) if key is not None else None
+        completion = known.completion if known is not None else None
         return (
-            f'{prefix}"error": {{"code": "{error.code.value}", '
+            f'{_prefix(key)}"error": {{"code": "{error.code.value}", '
             f'"message": {json.dumps(error.message)}}}, {_status_text(completion)}}}'
         )
 
@@ -263,9 +281,14 @@ def _uuid(value: Any) -> UUID:
     raise _invalid(f'"handoff_id" must be a UUID string, got {value!r}')
 
 
-def replay(lines: Iterable[str | bytes], *, engine: Engine = "compiled") -> Iterator[str]:
+def replay(
+    lines: Iterable[str | bytes],
+    *,
+    engine: Engine = "compiled",
+    remember_completed: int | None = DEFAULT_REMEMBER_COMPLETED,
+) -> Iterator[str]:
     """Replay trace lines lazily; yields one JSON reply line (no newline) per input line."""
-    reply_text = TraceReplayer(engine=engine).reply_text
+    reply_text = TraceReplayer(engine=engine, remember_completed=remember_completed).reply_text
     for number, line in enumerate(lines, start=1):
         yield reply_text(line, number)
 
@@ -283,7 +306,8 @@ def cli_replay(args: argparse.Namespace) -> int:
             else stack.enter_context(open(args.output, "w", encoding="utf-8"))
         )
         write = out.write
-        for reply in replay(source, engine=args.engine):
+        remember = None if args.remember == "all" else int(args.remember)
+        for reply in replay(source, engine=args.engine, remember_completed=remember):
             write(reply)
             write("\n")
     return 0
