@@ -17,6 +17,13 @@ from handoff_fsm.errors import (
     OutcomeError,
     TraceError,
 )
+from handoff_fsm.explore import (
+    ExplorationReport,
+    InvariantVerdict,
+    Violation,
+    explore,
+)
+from handoff_fsm.invariants import Invariant
 from handoff_fsm.model import (
     ActivateDestination,
     Backend,
@@ -64,6 +71,7 @@ __all__ = [
     "ConformanceError",
     "DestinationReserved",
     "Engine",
+    "ExplorationReport",
     "FactError",
     "Failed",
     "HandoffAction",
@@ -78,6 +86,8 @@ __all__ = [
     "HandoffOrder",
     "HandoffSnapshot",
     "HandoffTransferTiming",
+    "Invariant",
+    "InvariantVerdict",
     "IssuedHandoffAction",
     "NormalizedHandoffConformance",
     "NormalizedHandoffEvent",
@@ -95,8 +105,10 @@ __all__ = [
     "TraceReplayer",
     "TransferCompleted",
     "TransferTimingMode",
+    "Violation",
     "__version__",
     "expected_normalized_handoff",
+    "explore",
     "replay",
     "validate_transfer_delay_ms",
     "validate_transfer_timing",

@@ -131,6 +131,16 @@ class HandoffCoordinator:
         return "compiled" if type(self._state) is ChartState else "statechart"
 
     @property
+    def chart(self) -> HandoffChart | None:
+        """The live python-statemachine chart with ``engine="statechart"`` (``None`` otherwise).
+
+        For debugging: attach listeners (``chart.add_listener``) or draw the live
+        configuration. Sending it events directly bypasses the coordinator's checks.
+        """
+        state = self._state
+        return state.chart if isinstance(state, _LiveChartState) else None
+
+    @property
     def is_complete(self) -> bool:
         """True once ``Complete`` was issued; every later input is answered with no actions."""
         return self._state.is_complete

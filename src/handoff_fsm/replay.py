@@ -15,8 +15,9 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
+from functools import partial
 from typing import Any, BinaryIO, TextIO
 from uuid import UUID
 
@@ -32,6 +33,9 @@ from handoff_fsm.model import (
 from handoff_fsm.wire import fact_from_wire, outcome_from_wire
 
 _ORDERS = {order.value: order for order in HandoffOrder}
+CoordinatorFactory = Callable[[UUID, HandoffOrder, float], HandoffCoordinator]
+"""Builds a coordinator for a trace's ``new`` line (another implementation can be replayed)."""
+
 _REQUIRED = frozenset({"coordinator", "op"})
 _OP_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
     # op: the exact key sets a line may have (required first, all allowed last)
@@ -83,10 +87,13 @@ class TraceReplayer:
         *,
         engine: Engine = "compiled",
         remember_completed: int | None = DEFAULT_REMEMBER_COMPLETED,
+        factory: CoordinatorFactory | None = None,
     ) -> None:
         if remember_completed is not None and remember_completed < 0:
             raise ValueError(f"remember_completed must be >= 0 or None, not {remember_completed}")
         self.engine: Engine = engine
+        self.factory: CoordinatorFactory = factory or partial(HandoffCoordinator, engine=engine)
+        """Builds the coordinator for a ``new`` line: ``factory(handoff_id, order, fallback)``."""
         self.remember_completed = remember_completed
         """How many completed coordinators answer late lines (``None``: all of them)."""
         self.live: dict[str, _Live] = {}
@@ -158,7 +165,7 @@ class TraceReplayer:
             raise handoff_error(
                 HandoffErrorCode.DUPLICATE_COORDINATOR, f"coordinator {key!r} already exists"
             )
-        coordinator = HandoffCoordinator(handoff_id, order, float(fallback), engine=self.engine)
+        coordinator = self.factory(handoff_id, order, float(fallback))
         live = self.live[key] = _Live(coordinator, _prefix(key))
         return live.prefix + _NO_ACTIONS_RUNNING
 

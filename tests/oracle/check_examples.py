@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE / "examples"
@@ -152,9 +153,10 @@ EXPECT: dict[str, list[E]] = {
 def fallback_block(raw_delay: str, improved_ok: bool) -> list[E]:
     ok = ["[]", "0:SubmitPrefill", "[]", "1:ReserveDestination", "[]"]
     if improved_ok:
-        return ok + [f"2:StartTransfer@{raw_delay}"]
-    return [(ok[0], "!invalid_fallback")] + [
-        (e, "!unknown_coordinator") for e in ok[1:] + [f"2:StartTransfer@{raw_delay}"]
+        return [*ok, f"2:StartTransfer@{raw_delay}"]
+    failing: list[E] = [(ok[0], "!invalid_fallback")]
+    return failing + [
+        (e, "!unknown_coordinator") for e in [*ok[1:], f"2:StartTransfer@{raw_delay}"]
     ]
 
 
@@ -171,7 +173,7 @@ EXPECT["fallbacks"] = (
 
 INVALID = "!invalid_input"
 EXPECT["malformed"] = (
-    ["[]"]
+    list[E](["[]"])
     + [INVALID] * 18
     + ["!duplicate_coordinator", "!unknown_coordinator"]
     + [INVALID] * 4
@@ -201,7 +203,7 @@ def same_bits(a: float, b: float) -> bool:
 
 
 def handoff_ids(trace_lines: list[bytes]) -> dict[str, str]:
-    ids = {}
+    ids: dict[str, str] = {}
     for raw in trace_lines:
         try:
             line = json.loads(raw)
@@ -217,10 +219,12 @@ def handoff_ids(trace_lines: list[bytes]) -> dict[str, str]:
     return ids
 
 
-def check_line(where: str, expect: str, reply: dict, handoff_id: str | None) -> list[str]:
-    problems = []
-    body, _, completion = expect.partition(" |")
-    completion = completion or None
+def check_line(
+    where: str, expect: str, reply: dict[str, Any], handoff_id: str | None
+) -> list[str]:
+    problems: list[str] = []
+    body, _, completion_text = expect.partition(" |")
+    completion = completion_text or None
     if reply.get("complete") != (completion is not None) or reply.get("completion") != completion:
         problems.append(f"{where}: expected completion {completion!r}, got {reply!r}")
     if body.startswith("!"):

@@ -1,0 +1,348 @@
+"""``make bench``: the library against a hand-written coordinator and plain JSON, one table.
+
+Rule kept here: this script only orchestrates and reports; the measuring lives
+in :mod:`harness`, :mod:`bench_coordinator` and :mod:`bench_replay`, and every
+number in the table was measured in this run, on this machine. A ratio is
+library cost over yardstick cost (lower is better); ``--check`` exits 1 naming
+each target that was missed or could not be measured. Timing is never asserted
+in the test suite: machines are noisy, so targets are checked here, on demand.
+
+Usage: ``python benchmarks/run.py [--quick] [--check]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from uuid import UUID
+
+import bench_coordinator as coordinator
+import bench_replay as replay
+import harness
+
+import handoff_fsm as hf
+
+TIMES, DASH = "\N{MULTIPLICATION SIGN}", "\N{EN DASH}"
+
+SIMULATE_MODULE = "bench_simulate"
+"""Optional benchmark of ``handoff_fsm.simulate``; included whenever its file exists."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How much to measure: the full run, or a quick smoke run."""
+
+    name: str
+    pairs: int
+    min_sample_s: float
+    live_instances: int
+    trace_lines: int
+    prefix_lines: int
+    replay_repeats: int
+    in_process_lines: int
+    in_process_pairs: int
+    simulate_handoffs: int
+    simulate_repeats: int
+
+
+FULL = Profile(
+    name="full",
+    pairs=21,
+    min_sample_s=0.05,
+    live_instances=10_000,
+    trace_lines=1_000_000,
+    prefix_lines=250_000,
+    replay_repeats=3,
+    in_process_lines=20_000,
+    in_process_pairs=7,
+    simulate_handoffs=20_000,
+    simulate_repeats=5,
+)
+QUICK = Profile(
+    name="quick",
+    pairs=3,
+    min_sample_s=0.005,
+    live_instances=1_000,
+    trace_lines=20_000,
+    prefix_lines=5_000,
+    replay_repeats=1,
+    in_process_lines=2_000,
+    in_process_pairs=3,
+    simulate_handoffs=500,
+    simulate_repeats=1,
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table; ``target`` is the largest acceptable ratio, if there is one."""
+
+    benchmark: str
+    library: str
+    baseline: str
+    ratio: float | None
+    target: float | None = None
+    stretch: float | None = None
+    spread: tuple[float, float] | None = None
+    failure: str | None = None
+    """Why the benchmark could not be measured (its target then counts as missed)."""
+
+    @property
+    def missed(self) -> bool:
+        if self.failure is not None:
+            return self.target is not None
+        return self.target is not None and self.ratio is not None and self.ratio > self.target
+
+    @property
+    def verdict(self) -> str:
+        if self.failure is not None:
+            return "NOT MEASURED"
+        if self.target is None or self.ratio is None:
+            return "info"
+        if self.ratio > self.target:
+            return "MISSED"
+        if self.stretch is not None:
+            return "met (stretch met)" if self.ratio <= self.stretch else "met (stretch missed)"
+        return "met"
+
+    def cells(self) -> list[str]:
+        if self.ratio is None:
+            ratio = "—"
+        else:
+            ratio = f"{self.ratio:.2f}{TIMES}"
+            if self.spread is not None:
+                ratio += f" ({self.spread[0]:.2f}{DASH}{self.spread[1]:.2f})"
+        target = "—" if self.target is None else f"≤ {self.target:g}{TIMES}"
+        if self.stretch is not None:
+            target += f" (stretch {self.stretch:g}{TIMES})"
+        return [self.benchmark, self.library, self.baseline, ratio, target, self.verdict]
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f} µs"
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"
+
+
+def _throughput(lines: int, cpu_seconds: float, wall_seconds: float) -> str:
+    return f"{lines / cpu_seconds:,.0f} /s ({cpu_seconds:.1f} s CPU, {wall_seconds:.1f} s wall)"
+
+
+def _progress(message: str) -> None:
+    print(f"… {message}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- rows
+
+TIMED: tuple[tuple[str, coordinator.Workload, float | None, float | None], ...] = (
+    # (label, workload, target, stretch)
+    ("construction", coordinator.construction, 3.0, None),
+    ("full handoff, source first", coordinator.success_source_first, 2.0, 1.5),
+    ("full handoff, destination first", coordinator.success_destination_first, 2.0, 1.5),
+    ("timeout and cleanup handoff", coordinator.timeout_cleanup, 2.0, None),
+    ("no-op duplicate fact (fact built per call)", coordinator.duplicate_fact, None, None),
+    ("no-op duplicate fact (same fact object)", coordinator.duplicate_fact_prebuilt, None, None),
+)
+
+LIVE: tuple[tuple[str, coordinator.LiveBuilder], ...] = (
+    ("fresh", coordinator.fresh_coordinators),
+    ("mid-handoff", coordinator.mid_handoff_coordinators),
+)
+
+MEMORY_TARGET = 1.5
+REPLAY_TARGET = 3.0
+FLAT_MEMORY_TARGET = 1.10
+"""Peak RSS on the whole trace over peak RSS on its first quarter: at most 10% growth."""
+SIMULATE_TARGET = 3.0
+
+
+def _timed(side: coordinator.Side, workload: coordinator.Workload) -> harness.Timed:
+    return lambda n: workload(side, harness.handoff_ids(n))
+
+
+def _built(
+    side: coordinator.Side, builder: coordinator.LiveBuilder
+) -> Callable[[list[object], Sequence[UUID]], None]:
+    return lambda slots, ids: builder(side, slots, ids)
+
+
+def coordinator_rows(profile: Profile) -> list[Row]:
+    rows = []
+    for label, workload, target, stretch in TIMED:
+        _progress(label)
+        result = harness.compare(
+            _timed(coordinator.LIBRARY, workload),
+            _timed(coordinator.HANDWRITTEN, workload),
+            pairs=profile.pairs,
+            min_sample_s=profile.min_sample_s,
+        )
+        rows.append(
+            Row(
+                label,
+                _us(result.library_median),
+                _us(result.baseline_median),
+                result.ratio,
+                target,
+                stretch,
+                result.ratio_spread,
+            )
+        )
+    for label, builder in LIVE:
+        _progress(f"memory, {label}")
+        library = harness.bytes_per_live_object(
+            _built(coordinator.LIBRARY, builder), profile.live_instances
+        )
+        baseline = harness.bytes_per_live_object(
+            _built(coordinator.HANDWRITTEN, builder), profile.live_instances
+        )
+        rows.append(
+            Row(
+                f"bytes per live coordinator, {label} ({profile.live_instances:,} live)",
+                f"{library:,.0f} B",
+                f"{baseline:,.0f} B",
+                library / baseline,
+                MEMORY_TARGET,
+            )
+        )
+    return rows
+
+
+def replay_rows(profile: Profile) -> list[Row]:
+    _progress(f"replay of a {profile.trace_lines:,}-line trace (subprocesses)")
+    result = replay.measure(profile.trace_lines, profile.prefix_lines, profile.replay_repeats)
+    lines = f"{profile.trace_lines:,}"
+    _progress("replay, in-process per line")
+    per_line = replay.in_process(profile.in_process_lines, pairs=profile.in_process_pairs)
+    ratios = result.ratios
+    return [
+        Row(
+            f"replay {lines}-line trace, end to end (lines/s)",
+            _throughput(result.lines, result.library_seconds, result.library_wall_seconds),
+            _throughput(result.lines, result.baseline_seconds, result.baseline_wall_seconds),
+            result.ratio,
+            REPLAY_TARGET,
+            spread=(min(ratios), max(ratios)) if len(ratios) > 1 else None,
+        ),
+        Row(
+            f"replay peak RSS growth, {result.prefix_lines:,} → {lines} lines (flat = 1.00{TIMES})",
+            f"{_mb(result.library_prefix.max_rss_bytes)} → {_mb(result.library_rss)}",
+            f"{_mb(result.baseline_prefix.max_rss_bytes)} → {_mb(result.baseline_rss)}",
+            result.library_growth,
+            FLAT_MEMORY_TARGET,
+        ),
+        Row(
+            "replay start-up (empty trace)",
+            f"{result.library_startup.seconds:.2f} s CPU",
+            f"{result.baseline_startup.seconds:.2f} s CPU",
+            result.library_startup.seconds / result.baseline_startup.seconds,
+        ),
+        Row(
+            f"replay in-process, per line ({profile.in_process_lines:,} lines)",
+            _us(per_line.library_median),
+            _us(per_line.baseline_median),
+            per_line.ratio,
+            spread=per_line.ratio_spread,
+        ),
+    ]
+
+
+def simulate_row(profile: Profile) -> Row:
+    label = "simulate N handoffs vs driving them directly"
+    if not Path(__file__).with_name(f"{SIMULATE_MODULE}.py").exists():
+        return Row(label, "—", "—", None, SIMULATE_TARGET, failure="benchmark missing")
+    _progress("simulation")
+    try:
+        module = importlib.import_module(SIMULATE_MODULE)
+        result: dict[str, float] = module.measure(
+            handoffs=profile.simulate_handoffs, repeats=profile.simulate_repeats
+        )
+        handoffs = result["handoffs"]
+        return Row(
+            f"simulate {handoffs:,.0f} handoffs vs driving them directly",
+            _us(result["simulated_s"] / handoffs) + " / handoff",
+            _us(result["direct_s"] / handoffs) + " / handoff",
+            result["ratio"],
+            SIMULATE_TARGET,
+        )
+    except Exception as error:  # report it in the table, keep the other results
+        return Row(
+            label, "—", "—", None, SIMULATE_TARGET, failure=f"{type(error).__name__}: {error}"
+        )
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (
+        f"{usable} CPUs usable (nproc), {cpu}; {platform.python_implementation()} "
+        f"{platform.python_version()} on {platform.system()} {platform.release()}; "
+        f"handoff-fsm {hf.__version__}"
+    )
+
+
+def table(rows: Sequence[Row]) -> str:
+    header = ["benchmark", "library", "hand-written / baseline", "ratio", "target", "verdict"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row.cells()) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report(rows: Sequence[Row], profile: Profile, command: str, seconds: float) -> str:
+    notes = [
+        f"Command: `{command}` ({profile.name} run, {seconds:.0f} s). Machine: {machine()}.",
+        "Ratio = library cost / yardstick cost (time, bytes or peak-RSS growth; lower is "
+        "better). Times are CPU time (other processes on the machine do not inflate them), "
+        "medians of interleaved pairs; the ratio is the median of the "
+        f"per-pair ratios, with p10{DASH}p90 in parentheses (min{DASH}max for the replay runs).",
+        "Yardstick: `benchmarks/handwritten.py`, the reference coordinator ported to plain "
+        "Python with slotted dataclasses; baseline for replay: `benchmarks/json_roundtrip.py` "
+        "(json.loads + json.dumps per line), both as subprocesses, start-up included.",
+    ]
+    if profile is QUICK:
+        notes.append("Quick run: a smoke test with small sizes; its numbers are not results.")
+    failures = [f"{row.benchmark}: {row.failure}" for row in rows if row.failure is not None]
+    notes += [f"Not measured: {failure}." for failure in failures]
+    return table(rows) + "\n\n" + "\n".join(f"- {note}" for note in notes)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Benchmark the library against its yardsticks.")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument("--check", action="store_true", help="exit 1 if any target is missed")
+    args = parser.parse_args(argv)
+    profile = QUICK if args.quick else FULL
+    command = " ".join(["python benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
+    start = time.perf_counter()
+    rows = [*coordinator_rows(profile), *replay_rows(profile), simulate_row(profile)]
+    print(report(rows, profile, command, time.perf_counter() - start))
+    missed = [row for row in rows if row.missed]
+    if args.check and missed:
+        for row in missed:
+            reason = row.failure or f"{row.ratio:.2f}{TIMES} > {row.target:g}{TIMES}"
+            print(f"target missed: {row.benchmark}: {reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""Diagrams and design review, rendered from the chart definition and real coordinator runs.
+
+Public API only (no logic here): one description of the chart
+(:func:`describe_chart` -> :class:`ChartModel`), its renderers (DOT, Mermaid,
+Markdown tables), the scripted lifecycles and their sequence diagrams, the
+trace overlay, the design review, the files ``handoff-fsm diagrams`` writes
+and the drift check. See README, "Diagrams".
+"""
+
+from handoff_fsm.diagrams.codes import ErrorCondition, error_conditions
+from handoff_fsm.diagrams.commands import cli_diagram, cli_diagrams, cli_review
+from handoff_fsm.diagrams.dot import Highlight, statechart_dot
+from handoff_fsm.diagrams.files import (
+    DIAGRAMS_DIR,
+    REVIEW_NAME,
+    Drift,
+    diagram_files,
+    drift,
+    review_files,
+    write_diagrams,
+    write_review,
+)
+from handoff_fsm.diagrams.graphviz import GraphvizMissingError, render
+from handoff_fsm.diagrams.improvements import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN
+from handoff_fsm.diagrams.mermaid import statechart_mermaid
+from handoff_fsm.diagrams.model import (
+    ChartModel,
+    Edge,
+    EdgeKind,
+    Guard,
+    StateKind,
+    StateNode,
+    describe_chart,
+)
+from handoff_fsm.diagrams.overlay import (
+    TraceOverlayError,
+    TracePath,
+    TraceStep,
+    overlay_dot,
+    trace_path,
+    write_overlay,
+)
+from handoff_fsm.diagrams.review import chart_space, review_markdown
+from handoff_fsm.diagrams.scenarios import SCENARIOS, Lifecycle, Scenario, lifecycles, run_scenario
+from handoff_fsm.diagrams.sequence import sequence_dot, sequence_mermaid
+from handoff_fsm.diagrams.tables import inputs_markdown, transition_tables_markdown
+
+__all__ = [
+    "DIAGRAMS_DIR",
+    "IMPROVEMENTS_MARKDOWN",
+    "KEPT_QUIRKS_MARKDOWN",
+    "REVIEW_NAME",
+    "SCENARIOS",
+    "ChartModel",
+    "Drift",
+    "Edge",
+    "EdgeKind",
+    "ErrorCondition",
+    "GraphvizMissingError",
+    "Guard",
+    "Highlight",
+    "Lifecycle",
+    "Scenario",
+    "StateKind",
+    "StateNode",
+    "TraceOverlayError",
+    "TracePath",
+    "TraceStep",
+    "chart_space",
+    "cli_diagram",
+    "cli_diagrams",
+    "cli_review",
+    "describe_chart",
+    "diagram_files",
+    "drift",
+    "error_conditions",
+    "inputs_markdown",
+    "lifecycles",
+    "overlay_dot",
+    "render",
+    "review_files",
+    "review_markdown",
+    "run_scenario",
+    "sequence_dot",
+    "sequence_mermaid",
+    "statechart_dot",
+    "statechart_mermaid",
+    "trace_path",
+    "transition_tables_markdown",
+    "write_diagrams",
+    "write_overlay",
+    "write_review",
+]

@@ -1,0 +1,121 @@
+"""Every error code with the condition that raises it, derived from the code where it can be.
+
+Rule kept here: what the chart and the input vocabulary already say is read
+from them (which states reject which event, which validator guards which
+transition, which outcomes each action accepts, which actions may not fail,
+which backends have an order); only what lives in plain Python checks
+(journal, timing, conformance, replay) is described in words, in
+:data:`_DESCRIPTIONS`, one entry per :class:`HandoffErrorCode` (a test holds
+it to every code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from handoff_fsm.chart import ACKNOWLEDGEMENTS
+from handoff_fsm.diagrams.model import ChartModel, EdgeKind, describe_chart
+from handoff_fsm.errors import HandoffErrorCode, handoff_error
+from handoff_fsm.model import ENGINE_ORDER, Backend
+
+_C = HandoffErrorCode
+
+VALIDATOR_CODES: Final[dict[str, tuple[HandoffErrorCode, ...]]] = {
+    "validate_transfer_timing": (_C.INVALID_TRANSFER_BANDWIDTH, _C.INVALID_TRANSFER_DELAY),
+}
+"""The codes each non-rejecting validator of the chart may raise (``timing.py`` raises them)."""
+
+_DESCRIPTIONS: Final[dict[HandoffErrorCode, str]] = {
+    _C.FOREIGN_HANDOFF: "A fact carries another handoff's id (checked first, also after "
+    "completion).",
+    _C.SOURCE_HELD_BEFORE_SUBMIT: "`SourceHeld` arrives before the prefill submission was "
+    "acknowledged.",
+    _C.DESTINATION_RESERVED_BEFORE_ACCEPT: "`DestinationReserved` arrives before the destination "
+    "accepted ownership.",
+    _C.TRANSFER_COMPLETED_BEFORE_SCHEDULED: "`TransferCompleted` arrives before the transfer was "
+    "scheduled.",
+    _C.INVALID_TRANSFER_BANDWIDTH: "`SourceHeld`'s transfer timing has a negative or non-finite "
+    "bandwidth.",
+    _C.INVALID_TRANSFER_DELAY: "The full-prompt delay computed from `SourceHeld`'s timing is "
+    "negative, NaN or infinite.",
+    _C.UNKNOWN_ACTION: "An outcome quotes an action id this coordinator never issued.",
+    _C.CONFLICTING_OUTCOME: "A second, different outcome for an action id (an identical repeat "
+    "is a no-op).",
+    _C.CLEANUP_ACTION_FAILED: "A cleanup action reports `Failed(..)`.",
+    _C.INVALID_OUTCOME: "An outcome the action cannot have.",
+    _C.INVALID_FALLBACK: "`fallback_transfer_delay_ms` is negative, NaN or infinite "
+    "(construction, `restore`, trace `new`).",
+    _C.INVALID_SNAPSHOT: "`restore()` gets a snapshot that is no reachable chart state, or whose "
+    "journal, timing or tokens do not fit it.",
+    _C.UNSUPPORTED_BACKEND: "A backend without a handoff order.",
+    _C.CONFORMANCE_ORDER_MISMATCH: "A conformance record's order is not its backend's.",
+    _C.CONFORMANCE_LIFECYCLE_MISMATCH: "A conformance record's lifecycle is not "
+    "`expected_normalized_handoff(order)`.",
+    _C.CONFORMANCE_COUNTS_MISMATCH: "Output or completion counts differ from the fixture "
+    "(1 source token, 2 destination tokens, 1 completed request).",
+    _C.CONFORMANCE_KV_VISIBILITY: "Destination KV is visible before activation, not on "
+    "activation, or repeated after it.",
+    _C.CONFORMANCE_NOT_DRAINED: "The source, destination or driver did not drain.",
+    _C.INVALID_INPUT: "A trace line is not JSON, not an object with a known `op` and exactly its "
+    "keys, or carries a malformed wire value.",
+    _C.DUPLICATE_COORDINATOR: "A trace `new` names a coordinator key that already exists.",
+    _C.UNKNOWN_COORDINATOR: "A trace line names a coordinator key no `new` created.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCondition:
+    code: HandoffErrorCode
+    family: str
+    """The :class:`~handoff_fsm.HandoffError` subclass raised with this code."""
+    condition: str
+
+
+def _states(model: ChartModel, code: HandoffErrorCode) -> list[str]:
+    return [
+        f"`{edge.source}`"
+        for edge in model.edges
+        if edge.kind is EdgeKind.REJECTION and edge.rejection is code
+    ]
+
+
+def _derived(model: ChartModel, code: HandoffErrorCode) -> str:
+    """What the chart and the vocabulary add to the description of ``code``."""
+    rejecting = _states(model, code)
+    if rejecting:
+        event = next(e.event_text for e in model.edges if e.rejection is code)
+        return f"Chart: `{event}` is rejected in {', '.join(rejecting)}."
+    guarded = [
+        f"`{edge.source}` → `{edge.target}` on `{edge.event_text}`"
+        for edge in model.edges
+        for name in edge.validators
+        if code in VALIDATOR_CODES.get(name, ())
+    ]
+    if guarded:
+        return f"Chart: checked by the validator of {', '.join(guarded)}."
+    if code is _C.CLEANUP_ACTION_FAILED:
+        kinds = [kind.__name__ for kind, ack in ACKNOWLEDGEMENTS.items() if not ack.may_fail]
+        return f"Cleanup actions: {', '.join(f'`{k}`' for k in kinds)}."
+    if code is _C.INVALID_OUTCOME:
+        accepted = [
+            f"`{kind.__name__}` ← {' or '.join(sorted(o.value for o in ack.accepted))}"
+            for kind, ack in ACKNOWLEDGEMENTS.items()
+        ]
+        return f"Accepted: {'; '.join(accepted)} (and `Failed(..)` except for cleanup actions)."
+    if code in (_C.UNSUPPORTED_BACKEND, _C.CONFORMANCE_ORDER_MISMATCH):
+        orders = [f"{b.value} → {ENGINE_ORDER[b].value}" for b in Backend if b in ENGINE_ORDER]
+        missing = [f"`{b.value}`" for b in Backend if b not in ENGINE_ORDER]
+        return f"Orders: {', '.join(orders)}; none for {', '.join(missing)}."
+    return ""
+
+
+def error_conditions(model: ChartModel | None = None) -> tuple[ErrorCondition, ...]:
+    """Every :class:`HandoffErrorCode`, in declaration order, with its condition."""
+    model = model or describe_chart()
+    result = []
+    for code in HandoffErrorCode:
+        condition = " ".join(part for part in (_DESCRIPTIONS[code], _derived(model, code)) if part)
+        family = type(handoff_error(code, "")).__name__
+        result.append(ErrorCondition(code=code, family=family, condition=condition))
+    return tuple(result)

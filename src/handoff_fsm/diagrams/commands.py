@@ -1,0 +1,49 @@
+"""``handoff-fsm diagrams``, ``diagram`` and ``review``: argument handling only.
+
+Rule kept here: each command calls one library function and turns the
+failures a user can fix (Graphviz missing, a trace without that coordinator,
+an unknown output format) into a one-line message and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from handoff_fsm.diagrams.files import write_diagrams, write_review
+from handoff_fsm.diagrams.graphviz import GraphvizMissingError
+from handoff_fsm.diagrams.overlay import TraceOverlayError, write_overlay
+
+
+def _fail(command: str, error: Exception) -> int:
+    print(f"handoff-fsm {command}: {error}", file=sys.stderr)
+    return 2
+
+
+def cli_diagrams(args: argparse.Namespace) -> int:
+    """``handoff-fsm diagrams [OUTDIR]``: write every diagram and table into OUTDIR."""
+    outdir = Path(args.outdir)
+    try:
+        written = write_diagrams(outdir)
+    except GraphvizMissingError as error:
+        return _fail("diagrams", error)
+    print(f"wrote {len(written)} files to {outdir}/")
+    return 0
+
+
+def cli_diagram(args: argparse.Namespace) -> int:
+    """``handoff-fsm diagram --trace T [--coordinator K] -o OUT``: the trace overlay."""
+    try:
+        output = write_overlay(Path(args.trace), Path(args.output), args.coordinator)
+    except (GraphvizMissingError, TraceOverlayError, ValueError) as error:
+        return _fail("diagram", error)
+    print(f"wrote {output}")
+    return 0
+
+
+def cli_review(args: argparse.Namespace) -> int:
+    """``handoff-fsm review [-o diagrams/REVIEW.md]``: the design review."""
+    output = write_review(Path(args.output))
+    print(f"wrote {output}")
+    return 0

@@ -1,0 +1,378 @@
+"""The design review: one Markdown document generated from the chart, runs and explorations.
+
+Rule kept here: every figure, table and diagram in the review is computed
+from the code when the review is written: the chart's structure (the
+:class:`~.model.ChartModel`), its compiled state space (:func:`compiled_chart`),
+the scripted lifecycles (real coordinator runs), the conformance
+expectations, the error-code table, the exhaustive exploration
+(:func:`handoff_fsm.explore.explore`) and the improvements text README shows.
+Nothing is timed and nothing is dated, so the same code gives the same bytes.
+Links point at files ``handoff-fsm diagrams`` writes into the review's folder.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from functools import cache
+from typing import Final
+
+from handoff_fsm.chart import REJECTIONS
+from handoff_fsm.conformance import expected_normalized_handoff
+from handoff_fsm.diagrams.codes import error_conditions
+from handoff_fsm.diagrams.improvements import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN
+from handoff_fsm.diagrams.mermaid import statechart_mermaid
+from handoff_fsm.diagrams.model import ChartModel, describe_chart
+from handoff_fsm.diagrams.scenarios import Lifecycle, MessageKind, lifecycles
+from handoff_fsm.diagrams.sequence import sequence_mermaid
+from handoff_fsm.diagrams.tables import inputs_markdown, transition_tables_markdown
+from handoff_fsm.explore import ExplorationReport, explore
+from handoff_fsm.model import HandoffCompletion, HandoffOrder, NormalizedHandoffEvent
+from handoff_fsm.runtime import CompiledChart, compiled_chart
+
+_N = NormalizedHandoffEvent
+NORMALIZED_EVENTS: Final[dict[str, NormalizedHandoffEvent]] = {
+    "source_held": _N.SOURCE_HELD,
+    "reservation_accepted": _N.DESTINATION_ACCEPTED,
+    "destination_reserved": _N.DESTINATION_RESERVED,
+    "activation_applied": _N.DESTINATION_ACTIVATED,
+    "release_confirmed": _N.SOURCE_RELEASED,
+}
+"""Which chart event the endpoints observe as which normalized lifecycle step."""
+_COMPLETED_ACTION: Final = "Complete"
+
+
+def statechart_file(suffix: str) -> str:
+    return f"statechart.{suffix}"
+
+
+def lifecycle_file(lifecycle: Lifecycle, suffix: str) -> str:
+    return f"lifecycle_{lifecycle.scenario.name}.{suffix}"
+
+
+def observed_lifecycle(lifecycle: Lifecycle) -> tuple[NormalizedHandoffEvent, ...]:
+    """The normalized lifecycle a scripted run shows (from the events the chart took)."""
+    seen: list[NormalizedHandoffEvent] = []
+    for message in lifecycle.messages:
+        if message.event in NORMALIZED_EVENTS:
+            seen.append(NORMALIZED_EVENTS[message.event])
+        if message.kind is MessageKind.ACTION and message.action == _COMPLETED_ACTION:
+            seen.append(_N.COMPLETED)
+    return tuple(seen)
+
+
+# ---------------------------------------------------------------------- state space
+
+
+@dataclass(frozen=True, slots=True)
+class ChartSpace:
+    """Figures of the compiled chart for one order."""
+
+    order: HandoffOrder
+    states: int
+    """Reachable chart states (configuration + declared fields)."""
+    configurations: int
+    """Distinct active-leaf configurations among them."""
+    steps: int
+    """(state, event) pairs the chart handles (each one compiled step)."""
+    rejecting: int
+    completing: dict[HandoffCompletion, int]
+    shortest: dict[HandoffCompletion, int]
+    """Fewest inputs from ``start`` state to each completion."""
+
+
+def chart_space(order: HandoffOrder, compiled: CompiledChart | None = None) -> ChartSpace:
+    """Count the compiled chart's states and steps for ``order``; shortest paths by BFS."""
+    compiled = compiled or compiled_chart()
+    mine = {s.index for s in compiled.states if s.order is order}
+    steps = [step for step in compiled.steps if step.source in mine]
+    completing = dict.fromkeys(HandoffCompletion, 0)
+    for step in steps:
+        target = compiled.states[step.target]
+        source = compiled.states[step.source]
+        if target.is_complete and not source.is_complete and target.completion is not None:
+            completing[target.completion] += 1
+    start = compiled.initial[order].index
+    distance = {start: 0}
+    queue = deque([start])
+    while queue:
+        here = queue.popleft()
+        for step in steps:
+            if step.source == here and step.target not in distance:
+                distance[step.target] = distance[here] + 1
+                queue.append(step.target)
+    shortest = {
+        completion: min(
+            distance[s]
+            for s in mine
+            if compiled.states[s].completion is completion and s in distance
+        )
+        for completion in HandoffCompletion
+    }
+    return ChartSpace(
+        order=order,
+        states=len(mine),
+        configurations=len({compiled.states[s].leaves for s in mine}),
+        steps=len(steps),
+        rejecting=sum(1 for step in steps if any(v in REJECTIONS for v in step.validators)),
+        completing=completing,
+        shortest=shortest,
+    )
+
+
+# ---------------------------------------------------------------------- sections
+
+
+def _inputs(count: int) -> str:
+    return f"{count} input" if count == 1 else f"{count} inputs"
+
+
+def _mermaid_block(source: str) -> list[str]:
+    """A fenced Mermaid block; the file's front matter title is left to the heading."""
+    lines = source.rstrip("\n").split("\n")
+    if lines[0] == "---":
+        lines = lines[lines.index("---", 1) + 1 :]
+    return ["```mermaid", *lines, "```"]
+
+
+def _statechart_section(model: ChartModel) -> list[str]:
+    return [
+        "## 1. The statechart",
+        "",
+        f"![The handoff statechart]({statechart_file('svg')})",
+        "",
+        f"Files: [SVG]({statechart_file('svg')}) · [PNG]({statechart_file('png')}) · "
+        f"[DOT]({statechart_file('dot')}) · [Mermaid]({statechart_file('mmd')}).",
+        "",
+        "How to read it: clusters with a solid border are parallel states, each dashed "
+        "cluster inside one is a region running concurrently with its siblings; a dot marks "
+        "where a region starts, a double border a final state. A label reads "
+        "`event [guard] / effect`; dashed arrows are eventless (taken as soon as the guard "
+        "holds), bold ones fire when every region of a parallel state is final "
+        "(`done.state`). `entry / Action` rows name the action a state issues on entry; red "
+        "`event / ✗ code` rows are events the state rejects with that error code, changing "
+        "nothing.",
+        "",
+        "The same chart as Mermaid (GitHub draws it):",
+        "",
+        *_mermaid_block(statechart_mermaid(model)),
+        "",
+    ]
+
+
+def _tables_section(model: ChartModel) -> list[str]:
+    return [
+        "## 2. Transitions",
+        "",
+        "Every declared transition, by the region that owns it (also in "
+        "[transitions.md](transitions.md)).",
+        "",
+        transition_tables_markdown(model, heading_level=3),
+        "### Inputs and the events they become",
+        "",
+        inputs_markdown(model),
+    ]
+
+
+def _lifecycles_section(runs: tuple[Lifecycle, ...]) -> list[str]:
+    out = [
+        "## 3. Lifecycles",
+        "",
+        "Each diagram is a run of the real `HandoffCoordinator` through a scripted "
+        "environment: the action ids (`#n`), delays and states are what it produced. Notes "
+        "on the Coordinator's lifeline give its active leaf states after each input.",
+        "",
+    ]
+    for number, run in enumerate(runs, start=1):
+        scenario = run.scenario
+        issued = len(run.issued)
+        completion = run.completion.value if run.completion is not None else "not complete"
+        out += [
+            f"### 3.{number}. {scenario.title}",
+            "",
+            f"{scenario.summary} Order `{scenario.order.value}`; {issued} actions issued; "
+            f"completion **{completion}**.",
+            "",
+            f"![{scenario.title}]({lifecycle_file(run, 'svg')})",
+            "",
+            *_mermaid_block(sequence_mermaid(run)),
+            "",
+        ]
+    return out
+
+
+def _normalized_section(runs: tuple[Lifecycle, ...]) -> list[str]:
+    out = [
+        "## 4. Expected normalized lifecycles",
+        "",
+        "What the endpoints of a successful handoff observe, per order "
+        "(`expected_normalized_handoff`), and what the scripted success run of that order "
+        "showed.",
+        "",
+        "| Order | Expected lifecycle | Scripted run |",
+        "| --- | --- | --- |",
+    ]
+    for order in HandoffOrder:
+        expected = expected_normalized_handoff(order)
+        run = next(
+            r
+            for r in runs
+            if r.scenario.order is order and r.completion is HandoffCompletion.SUCCESS
+        )
+        observed = observed_lifecycle(run)
+        verdict = "same" if observed == expected else " → ".join(e.value for e in observed)
+        out.append(
+            f"| `{order.value}` | {' → '.join(e.value for e in expected)} | "
+            f"{verdict} ([{run.scenario.title}](#{_anchor(run)})) |"
+        )
+    out.append("")
+    return out
+
+
+def _anchor(run: Lifecycle) -> str:
+    number = next(i for i, r in enumerate(lifecycles(), start=1) if r is run)
+    words = f"3{number} {run.scenario.title}".lower()
+    kept = "".join(c for c in words if c.isalnum() or c in " -")
+    return kept.replace(" ", "-")
+
+
+def _errors_section(model: ChartModel) -> list[str]:
+    out = [
+        "## 5. Error codes",
+        "",
+        "Every `HandoffErrorCode`, the `HandoffError` subclass raised with it, and the "
+        "condition that raises it (the chart's part read from the chart). A rejected call "
+        "changes nothing.",
+        "",
+        "| Code | Raised as | Condition |",
+        "| --- | --- | --- |",
+    ]
+    for entry in error_conditions(model):
+        condition = entry.condition.replace("|", "\\|")
+        out.append(f"| `{entry.code.value}` | `{entry.family}` | {condition} |")
+    out.append("")
+    return out
+
+
+def _improvements_section() -> list[str]:
+    return [
+        "## 6. Improvements over the reference",
+        "",
+        IMPROVEMENTS_MARKDOWN,
+        KEPT_QUIRKS_MARKDOWN,
+    ]
+
+
+def _space_section(reports: tuple[ExplorationReport, ...]) -> list[str]:
+    spaces = [chart_space(order) for order in HandoffOrder]
+    out = [
+        "## 7. State space",
+        "",
+        "### The chart",
+        "",
+        "From the compiled chart (`runtime.compiled_chart()`): python-statemachine ran every "
+        "input event in every reachable chart state once. A chart state is an active "
+        "configuration plus the declared fields guards read (order, which owners were "
+        "engaged, completion).",
+        "",
+        "| Order | Chart states | Configurations | Steps | of which rejecting "
+        "| completing Success | completing Canceled | Shortest Success | Shortest Canceled |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    success, canceled = HandoffCompletion.SUCCESS, HandoffCompletion.CANCELED
+    for space in spaces:
+        out.append(
+            f"| `{space.order.value}` | {space.states} | {space.configurations} | "
+            f"{space.steps} | {space.rejecting} | {space.completing[success]} | "
+            f"{space.completing[canceled]} | {_inputs(space.shortest[success])} | "
+            f"{_inputs(space.shortest[canceled])} |"
+        )
+    out += [
+        "",
+        "### The coordinator, explored",
+        "",
+        "From `handoff-fsm check` (`explore.explore(order)`): breadth-first over every "
+        "reachable coordinator state (snapshot plus what an observer must remember), giving "
+        "every input class in every state and judging every invariant.",
+        "",
+        "| Order | States | Inputs tried | Rejected | Max depth | Invariants held "
+        "| Chart states covered | Steps covered | Transitions covered | Verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for report in reports:
+        held = sum(1 for verdict in report.verdicts if verdict.holds)
+        figures = report.coverage.figures([report.order]) if report.coverage else {}
+        covered = [
+            "{}/{}".format(*figures[key]) if key in figures else "—"
+            for key in ("chart_states", "steps", "transitions")
+        ]
+        verdict = "ok" if report.ok else f"**{len(report.violations)} violations**"
+        out.append(
+            f"| `{report.order.value}` | {report.states} | {report.transitions} | "
+            f"{report.rejected} | {report.max_depth} | {held}/{len(report.verdicts)} | "
+            f"{' | '.join(covered)} | {verdict} |"
+        )
+    out.append("")
+    compiled = compiled_chart()
+    for report in reports:
+        figures = report.coverage.figures([report.order]) if report.coverage else {}
+        uncovered = figures.get("uncovered_transitions", [])
+        if uncovered:
+            listed = "; ".join(f"`{t}`" for t in uncovered)
+            out += [f"Transitions no `{report.order.value}` input fires: {listed}.", ""]
+        untaken = figures.get("untaken_steps", [])
+        if untaken:
+            listed = "; ".join(
+                f"`{event}` in ({', '.join(compiled.states[index].leaves)})"
+                for index, event in untaken
+            )
+            out += [
+                f"Chart steps no `{report.order.value}` input reaches (the compiler sends every "
+                f"event in every chart state; the journal never lets these through): {listed}.",
+                "",
+            ]
+        for violation in report.violations:
+            out.append(f"- `{report.order.value}` violation: {violation}")
+    return out
+
+
+@cache
+def explorations() -> tuple[ExplorationReport, ...]:
+    """``explore(order)`` for every order, run once per process (about a second)."""
+    return tuple(explore(order) for order in HandoffOrder)
+
+
+# ---------------------------------------------------------------------- the document
+
+
+def review_markdown(model: ChartModel | None = None) -> str:
+    """The whole design review as Markdown (deterministic)."""
+    model = model or describe_chart()
+    runs = lifecycles()
+    reports = explorations()
+    out = [
+        "# Design review: the prefill-to-decode handoff statechart",
+        "",
+        "<!-- Generated by `handoff-fsm review` (`make diagrams`) from the code; do not edit. -->",
+        "",
+        "Generated from `handoff_fsm.chart.HandoffChart`, runs of `HandoffCoordinator` and an "
+        "exhaustive exploration: regenerate with `make diagrams`; a test fails when this file "
+        "is stale.",
+        "",
+        "1. [The statechart](#1-the-statechart)",
+        "2. [Transitions](#2-transitions)",
+        "3. [Lifecycles](#3-lifecycles)",
+        "4. [Expected normalized lifecycles](#4-expected-normalized-lifecycles)",
+        "5. [Error codes](#5-error-codes)",
+        "6. [Improvements over the reference](#6-improvements-over-the-reference)",
+        "7. [State space](#7-state-space)",
+        "",
+        *_statechart_section(model),
+        *_tables_section(model),
+        *_lifecycles_section(runs),
+        *_normalized_section(runs),
+        *_errors_section(model),
+        *_improvements_section(),
+        *_space_section(reports),
+    ]
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -1,0 +1,179 @@
+"""Chart coverage: the declared transitions, and which ones each compiled step fires."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from handoff_fsm import (
+    DestinationReserved,
+    HandoffActionOutcome,
+    HandoffCoordinator,
+    HandoffErrorCode,
+    HandoffOrder,
+    SourceHeld,
+)
+from handoff_fsm.chart import INPUT_EVENTS, REJECTIONS
+from handoff_fsm.chart_coverage import (
+    ChartCoverage,
+    FiredTransitions,
+    chart_state_of,
+    chart_transitions,
+    coverage_totals,
+    event_of,
+    rejection_transition,
+    step_taken,
+    step_transitions,
+)
+from handoff_fsm.explore import VALID_TIMING
+from handoff_fsm.invariants import Observation, Op, Reply, observe, reply_of
+from handoff_fsm.runtime import compiled_chart, document_order
+
+ID = UUID(int=1)
+
+
+def _index(source: str, event: str = "", target: str | None = None) -> int:
+    """The one declared transition from ``source`` on ``event`` (``""``: eventless)."""
+    matches = [
+        t.index
+        for t in chart_transitions()
+        if t.source == source
+        and (event in t.events if event else not t.events)
+        and (target is None or target in t.targets)
+    ]
+    assert len(matches) == 1, matches
+    return matches[0]
+
+
+def test_declared_transitions_are_every_transition_but_the_implicit_initial_ones() -> None:
+    every = [t for state in document_order() for t in state.transitions]
+    declared = chart_transitions()
+    assert len(declared) == sum(1 for t in every if not t.initial)
+    assert [t.index for t in declared] == list(range(len(declared)))
+    kinds = {
+        "eventless": [t for t in declared if not t.events],
+        "done": [t for t in declared if any(e.startswith("done.state") for e in t.events)],
+        "rejecting": [t for t in declared if set(t.validators) & set(REJECTIONS)],
+    }
+    assert {kind: len(ts) for kind, ts in kinds.items()} == {
+        "eventless": 9,
+        "done": 2,
+        "rejecting": len(REJECTIONS) * 2,
+    }
+    assert str(declared[_index("submitted", "source_held")]) == ("submitted --source_held--> held")
+    assert str(declared[_index("held")]) == "held --(eventless) [In('activated')]--> releasing"
+
+
+def test_rejection_transition_is_found_by_source_event_and_code() -> None:
+    code = HandoffErrorCode.SOURCE_HELD_BEFORE_SUBMIT
+    leaves = ("source_idle", "destination_idle", "transfer_idle")
+    assert rejection_transition(leaves, "source_held", code) == _index("source_idle", "source_held")
+    submitting = ("submitting", "destination_idle", "transfer_idle")
+    assert rejection_transition(submitting, "source_held", code) == _index(
+        "submitting", "source_held"
+    )
+    assert rejection_transition(leaves, "destination_reserved", code) is None
+
+
+def test_every_compiled_step_maps_to_the_transitions_the_framework_fires() -> None:
+    compiled = compiled_chart()
+    mapping = step_transitions()
+    assert set(mapping) == {(step.source, step.event) for step in compiled.steps}
+    assert all(mapping.values())
+    assert set().union(*mapping.values()) == {t.index for t in chart_transitions()}
+    initial = compiled.initial[HandoffOrder.SOURCE_FIRST].index
+    assert mapping[(initial, "start")] == {_index("source_idle", "start")}
+    # A failure in the active phase: leave it, then decide each owner's cleanup.
+    failed = mapping[(initial, "failed")]
+    assert failed == {
+        _index("active", "failed"),
+        _index("source_pending", target="source_untouched"),
+        _index("destination_pending", target="destination_untouched"),
+        _index("cleaning_up", "done.state.cleaning_up"),
+    }
+
+
+def test_listener_on_a_live_statechart_engine_sees_the_same_transitions() -> None:
+    coordinator = HandoffCoordinator(ID, HandoffOrder.SOURCE_FIRST, engine="statechart")
+    listener = FiredTransitions()
+    live: Any = coordinator._state
+    live.chart.add_listener(listener)
+    steps: list[tuple[int, str]] = []
+    obs = Observation(ID, HandoffOrder.SOURCE_FIRST)
+    for op in [
+        Op("start"),
+        Op("outcome", action_id=0, outcome=HandoffActionOutcome.SUBMITTED),
+        Op("fact", fact=SourceHeld(handoff_id=ID, transfer_timing=VALID_TIMING)),
+    ]:
+        state = chart_state_of(coordinator.snapshot())
+        assert state is not None
+        event = event_of(obs, op)
+        assert event is not None
+        steps.append((state.index, event))
+        obs, findings = observe(obs, op, reply_of(coordinator, op))
+        assert findings == []
+    expected = set().union(*(step_transitions()[key] for key in steps))
+    assert listener.fired == expected
+    assert _index("destination_idle", target="reserving") in listener.fired  # eventless
+
+
+def test_chart_state_of_reads_handoff_snapshots_only() -> None:
+    coordinator = HandoffCoordinator(ID, HandoffOrder.DESTINATION_FIRST)
+    state = chart_state_of(coordinator.snapshot())
+    assert state is compiled_chart().initial[HandoffOrder.DESTINATION_FIRST]
+    assert chart_state_of(("not", "a snapshot")) is None
+
+
+def test_step_taken_counts_runs_and_rejections_not_validation_failures() -> None:
+    initial = compiled_chart().initial[HandoffOrder.SOURCE_FIRST]
+    assert step_taken(initial, "start", Reply()) is not None
+    rejected = Reply(error=HandoffErrorCode.SOURCE_HELD_BEFORE_SUBMIT)
+    step = step_taken(initial, "source_held", rejected)
+    assert step is not None
+    assert step.validators == ("reject_source_held_before_submit",)
+    # A step whose validator checks timing is not taken when the timing is refused.
+    coordinator = HandoffCoordinator(ID, HandoffOrder.SOURCE_FIRST)
+    coordinator.start()
+    coordinator.on_action_outcome(0, HandoffActionOutcome.SUBMITTED)
+    submitted = chart_state_of(coordinator.snapshot())
+    assert submitted is not None
+    bad = Reply(error=HandoffErrorCode.INVALID_TRANSFER_BANDWIDTH)
+    assert step_taken(submitted, "source_held", bad) is None
+    assert step_taken(submitted, "source_held", Reply()) is not None
+    assert step_taken(submitted, None, Reply()) is None
+    assert step_taken(submitted, "source_held", Reply(crash="boom")) is None
+
+
+def test_event_of_follows_the_input_vocabulary() -> None:
+    obs = Observation(ID, HandoffOrder.DESTINATION_FIRST)
+    reserved = Op("fact", fact=DestinationReserved(handoff_id=ID, transferable_prompt_tokens=1))
+    assert event_of(obs, Op("start")) == "start"
+    assert event_of(obs, reserved) == "destination_reserved"
+    assert event_of(obs, Op("outcome", action_id=0, outcome=HandoffActionOutcome.ACCEPTED)) is None
+    foreign = Op(
+        "fact", fact=DestinationReserved(handoff_id=UUID(int=2), transferable_prompt_tokens=1)
+    )
+    assert event_of(obs, foreign) is None
+    assert {event_of(obs, Op("start")), event_of(obs, reserved)} <= set(INPUT_EVENTS)
+
+
+def test_totals_and_figures() -> None:
+    compiled = compiled_chart()
+    both = coverage_totals()
+    assert both.states == frozenset(s.index for s in compiled.states)
+    assert both.steps == frozenset((s.source, s.event) for s in compiled.steps)
+    assert len(both.transitions) == len(chart_transitions())
+    one = coverage_totals([HandoffOrder.SOURCE_FIRST])
+    assert one.states < both.states
+    assert one.transitions == both.transitions
+
+    initial = compiled.initial[HandoffOrder.SOURCE_FIRST].index
+    partial = ChartCoverage.of_steps([initial], [(initial, "start")])
+    assert partial.transitions == {_index("source_idle", "start")}
+    figures = partial.figures([HandoffOrder.SOURCE_FIRST])
+    assert figures["chart_states"] == [1, len(one.states)]
+    assert figures["steps"] == [1, len(one.steps)]
+    assert figures["transitions"] == [1, len(chart_transitions())]
+    assert len(figures["uncovered_transitions"]) == len(chart_transitions()) - 1
+    merged = partial | ChartCoverage.of_steps([], [(initial, "failed")])
+    assert merged.steps == {(initial, "start"), (initial, "failed")}

@@ -1,0 +1,126 @@
+"""The DOT statechart draws every state and transition of the model, and renders."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from handoff_fsm.diagrams import EdgeKind, Highlight, describe_chart, render, statechart_dot
+from handoff_fsm.diagrams.dot import edge_label_lines
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _unhtml(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _node_line(dot: str, node: str) -> str:
+    return next(line for line in dot.splitlines() if line.strip().startswith(f'"{node}" ['))
+
+
+def test_parallel_states_and_regions_are_clusters() -> None:
+    model = describe_chart()
+    dot = statechart_dot(model)
+    for state in model.states:
+        if state.is_cluster:
+            assert f'subgraph "cluster_{state.id}"' in dot
+        else:
+            assert re.search(rf'^\s*"{state.id}" \[', dot, re.MULTILINE), state.id
+    # A region cluster sits inside its parallel state's cluster.
+    active = dot.index('subgraph "cluster_active"')
+    cleaning = dot.index('subgraph "cluster_cleaning_up"')
+    assert active < dot.index('subgraph "cluster_transfer"') < cleaning
+
+
+def test_every_transition_is_labelled_with_its_event_and_guard() -> None:
+    model = describe_chart()
+    dot = statechart_dot(model)
+    for edge in model.edges:
+        if edge.kind is EdgeKind.REJECTION:
+            row = f"{edge.event_text} / ✗ {edge.rejection}"
+            assert row in dot, row
+            continue
+        lines = edge_label_lines(edge)
+        assert f"label=<{'<br/>'.join(_html(line) for line in lines)}>" in dot, edge
+        words = " ".join(lines)
+        for event in edge.events:
+            assert event in words
+        if edge.guard is not None:
+            assert f"[{edge.guard.text}]" in words
+
+
+def test_states_show_the_actions_they_issue_and_finals_have_a_double_border() -> None:
+    model = describe_chart()
+    dot = statechart_dot(model)
+    for state in model.states:
+        for action in state.entry_actions:
+            assert f"entry / {action}" in dot
+    line = next(line for line in dot.splitlines() if line.strip().startswith('"released" ['))
+    assert "peripheries=2" in line
+    line = next(line for line in dot.splitlines() if line.strip().startswith('"held" ['))
+    assert "peripheries" not in line
+
+
+def test_initial_markers_mark_each_region_start_and_the_chart_start() -> None:
+    model = describe_chart()
+    dot = statechart_dot(model)
+    for region in model.regions:
+        initial = next(c for c in model.children(region.id) if c.initial)
+        assert f'"__initial_{region.id}__" -> "{initial.id}";' in dot
+    assert '"__start__" -> "source_idle" [lhead="cluster_active"];' in dot
+    assert '"complete" -> "__end_complete__";' in dot
+
+
+def test_the_svg_contains_every_state_and_is_deterministic() -> None:
+    model = describe_chart()
+    dot = statechart_dot(model)
+    svg = render(dot, "svg")
+    assert svg == render(dot, "svg")
+    root = ET.fromstring(svg)
+    titles = {t.text for t in root.iter(f"{SVG}title")}
+    for state in model.states:
+        expected = f"cluster_{state.id}" if state.is_cluster else state.id
+        assert expected in titles
+    texts = {_unhtml(t.text or "") for t in root.iter(f"{SVG}text")}
+    assert "entry / SubmitPrefill" in texts
+    assert "[source held and" in texts
+
+
+def test_the_png_stays_viewable_at_full_size() -> None:
+    png = render(statechart_dot(describe_chart()), "png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width = int.from_bytes(png[16:20], "big")
+    height = int.from_bytes(png[20:24], "big")
+    # Legible at 100 %: about a laptop screen and a half wide, text at 10-12 pt.
+    assert 1500 < width < 3200
+    assert 800 < height < 1800
+
+
+def test_a_highlight_marks_visited_states_taken_edges_and_the_final_configuration() -> None:
+    model = describe_chart()
+    start = next(e for e in model.edges if e.events == ("start",) and e.source == "source_idle")
+    rejection = next(e for e in model.edges if e.kind is EdgeKind.REJECTION)
+    highlight = Highlight(
+        visited=frozenset({"active", "source", "source_idle", "submitting"}),
+        taken={start.index: (1, 4)},
+        final=frozenset({"submitting"}),
+        rejected={rejection.index: (2,)},
+        title="overlay",
+        notes=("step 2: source_held_before_submit",),
+    )
+    plain = statechart_dot(model)
+    dot = statechart_dot(model, highlight)
+    assert dot != plain
+    assert "<b>#1, #4</b>" in dot
+    assert f"✗ {rejection.rejection}  #2" in dot
+    submitting = _node_line(dot, "submitting")
+    assert "penwidth=3.0" in submitting
+    assert "Errors in the trace" in dot
+    assert "step 2: source_held_before_submit" in dot
+    assert "label=<<b>overlay</b>>" in dot
+    render(dot, "svg")  # the overlay is valid DOT

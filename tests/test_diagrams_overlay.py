@@ -1,0 +1,131 @@
+"""Trace overlay: the path a coordinator took through a trace, drawn on the chart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handoff_fsm.cli import main
+from handoff_fsm.diagrams import (
+    TraceOverlayError,
+    describe_chart,
+    overlay_dot,
+    trace_path,
+    write_overlay,
+)
+
+A = "aaaaaaaa-0000-4000-8000-00000000000a"
+B = "bbbbbbbb-0000-4000-8000-00000000000b"
+TIMING = {"mode": "full_prompt", "full_prompt_tokens": 16, "kv_bytes_per_token": 8}
+
+
+def _line(key: str, op: str, **fields: Any) -> str:
+    return json.dumps({"coordinator": key, "op": op, **fields})
+
+
+def _trace() -> list[str]:
+    return [
+        _line("c1", "new", handoff_id=A, order="SourceFirst"),
+        _line("c2", "new", handoff_id=B, order="DestinationFirst"),
+        _line("c1", "fact", fact={"SourceHeld": {"handoff_id": A, "transfer_timing": TIMING}}),
+        _line("c1", "start"),
+        "{not json",
+        _line("c2", "start"),
+        _line("c1", "outcome", action_id=0, outcome="Submitted"),
+        _line("c1", "fact", fact={"TransferCompleted": {"handoff_id": B}}),
+        _line("c1", "outcome", action_id=0, outcome="Submitted"),
+        _line("c1", "fact", fact={"TimedOut": {"handoff_id": A}}),
+        _line("c1", "outcome", action_id=1, outcome="Noop"),
+    ]
+
+
+def _edge(source: str, target: str, event: str | None = None) -> int:
+    return next(
+        e.index
+        for e in describe_chart().edges
+        if (e.source, e.target) == (source, target) and (event is None or event in e.events)
+    )
+
+
+def _node_line(dot: str, node: str) -> str:
+    return next(line for line in dot.splitlines() if line.strip().startswith(f'"{node}" ['))
+
+
+def test_the_path_follows_the_first_coordinator_created() -> None:
+    path = trace_path(_trace())
+    assert path.coordinator == "c1"
+    assert [s.line for s in path.steps] == [3, 4, 7, 8, 9, 10, 11]
+    held, start, submitted, foreign, duplicate, timeout, cancel = path.steps
+    assert held.error is not None and held.error[0] == "source_held_before_submit"
+    assert held.rejected_by == _edge("source_idle", "source_idle")
+    assert held.edges == ()
+    assert start.edges == (_edge("source_idle", "submitting", "start"),)
+    assert submitted.edges == (_edge("submitting", "submitted"),)
+    assert foreign.error is not None and foreign.error[0] == "foreign_handoff"
+    assert foreign.rejected_by is None
+    assert duplicate.edges == ()  # an identical repeat changes nothing
+    assert set(timeout.edges) == {
+        _edge("active", "cleaning_up"),
+        _edge("source_pending", "canceling_source"),
+        _edge("destination_pending", "destination_untouched"),
+    }
+    assert set(cancel.edges) == {
+        _edge("canceling_source", "source_canceled"),
+        _edge("cleaning_up", "complete"),
+    }
+    assert path.final_state == ("complete",)
+    assert path.completion is not None and path.completion.value == "Canceled"
+    assert [line for line, _, _ in path.unattributed_errors] == [5]
+
+
+def test_another_coordinator_can_be_chosen() -> None:
+    path = trace_path(_trace(), "c2")
+    assert path.order.value == "DestinationFirst"
+    assert [s.line for s in path.steps] == [6]
+    assert path.final_state == ("source_idle", "reserving", "transfer_idle")
+    with pytest.raises(TraceOverlayError, match="'nope'"):
+        trace_path(_trace(), "nope")
+
+
+def test_the_overlay_numbers_taken_edges_and_lists_the_errors() -> None:
+    dot = overlay_dot(_trace(), name="t.jsonl")
+    assert "coordinator c1 (SourceFirst), 7 inputs, Canceled" in dot
+    assert "<b>#2</b><br/>start" in dot
+    assert "source_held / ✗ source_held_before_submit  #1</b>" in dot
+    assert "step 1 (line 3, fact): source_held_before_submit" in dot
+    assert "step 4 (line 8, fact): foreign_handoff" in dot
+    assert "line 5: invalid_input" in dot
+    complete = _node_line(dot, "complete")
+    assert "penwidth=3.0" in complete
+    untouched = _node_line(dot, "held")
+    assert 'fillcolor="#ffffff"' in untouched  # never visited
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".png", ".dot"])
+def test_write_overlay_writes_each_format(tmp_path: Path, suffix: str) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(_trace()) + "\n", encoding="utf-8")
+    out = write_overlay(trace, tmp_path / f"out{suffix}")
+    data = out.read_bytes()
+    assert data.startswith({".svg": b"<?xml", ".png": b"\x89PNG", ".dot": b"digraph"}[suffix])
+
+
+def test_write_overlay_refuses_an_unknown_format(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(_trace()), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"\.svg, \.png or \.dot"):
+        write_overlay(trace, tmp_path / "out.gif")
+
+
+def test_the_diagram_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(_trace()), encoding="utf-8")
+    out = tmp_path / "overlay.svg"
+    assert main(["diagram", "--trace", str(trace), "--coordinator", "c2", "-o", str(out)]) == 0
+    assert b"coordinator c2" in out.read_bytes()
+    missing = ["diagram", "--trace", str(trace), "--coordinator", "zz", "-o", str(out)]
+    assert main(missing) == 2
+    assert "no coordinator 'zz'" in capsys.readouterr().err

@@ -1,0 +1,71 @@
+"""The design review: every section present, every figure computed from the code."""
+
+from __future__ import annotations
+
+import re
+
+from handoff_fsm import HandoffErrorCode, HandoffOrder
+from handoff_fsm.conformance import expected_normalized_handoff
+from handoff_fsm.diagrams import chart_space, lifecycles, review_markdown
+from handoff_fsm.diagrams.review import observed_lifecycle
+from handoff_fsm.explore import explore
+from handoff_fsm.model import HandoffCompletion
+from handoff_fsm.runtime import compiled_chart
+
+
+def test_the_review_has_every_section_in_order() -> None:
+    review = review_markdown()
+    headings = re.findall(r"^## (.+)$", review, re.MULTILINE)
+    assert headings == [
+        "1. The statechart",
+        "2. Transitions",
+        "3. Lifecycles",
+        "4. Expected normalized lifecycles",
+        "5. Error codes",
+        "6. Improvements over the reference",
+        "7. State space",
+    ]
+    assert "![The handoff statechart](statechart.svg)" in review
+    for run in lifecycles():
+        assert f"(lifecycle_{run.scenario.name}.svg)" in review
+    for code in HandoffErrorCode:
+        assert f"| `{code.value}` |" in review
+
+
+def test_the_review_is_deterministic() -> None:
+    assert review_markdown() == review_markdown()
+
+
+def test_chart_space_counts_the_compiled_chart() -> None:
+    compiled = compiled_chart()
+    spaces = [chart_space(order) for order in HandoffOrder]
+    assert sum(s.states for s in spaces) == len(compiled.states)
+    assert sum(s.steps for s in spaces) == len(compiled.steps)
+    source_first = spaces[0]
+    # start, Submitted, SourceHeld, Accepted, DestinationReserved, Scheduled,
+    # TransferCompleted, Applied, release Applied: nine inputs to Success.
+    assert source_first.shortest[HandoffCompletion.SUCCESS] == 9
+    assert source_first.shortest[HandoffCompletion.CANCELED] == 1  # Failed before start
+    assert source_first.completing[HandoffCompletion.SUCCESS] == 1
+
+
+def test_the_review_shows_the_state_space_figures() -> None:
+    review = review_markdown()
+    for order in HandoffOrder:
+        space = chart_space(order)
+        row = f"| `{order.value}` | {space.states} | {space.configurations} | {space.steps} |"
+        assert row in review
+        report = explore(order)
+        assert f"| `{order.value}` | {report.states} | {report.transitions} |" in review
+
+
+def test_the_scripted_success_runs_show_the_expected_normalized_lifecycles() -> None:
+    for order in HandoffOrder:
+        run = next(
+            r
+            for r in lifecycles()
+            if r.scenario.order is order and r.completion is HandoffCompletion.SUCCESS
+        )
+        assert observed_lifecycle(run) == expected_normalized_handoff(order)
+    review = review_markdown()
+    assert review.count(" | same ([") == 2

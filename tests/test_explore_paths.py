@@ -1,0 +1,151 @@
+"""Model-based tests: the explored model's shortest paths, replayed on both engines.
+
+From an exhaustive exploration of the compiled engine (``model_paths``): one
+case per reachable coordinator state (its shortest input sequence) and one per
+compiled step some input takes (the shortest sequence ending with it), for
+both orders. Each case runs on both engines and must give the model's replies
+step by step, end in the model's state, break no invariant, and take the step it
+was generated for. On the statechart engine a python-statemachine listener
+records which declared chart transitions actually fire; together the cases
+must fire every one of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from handoff_fsm import Engine, HandoffCoordinator, HandoffOrder
+from handoff_fsm.chart_coverage import (
+    ChartCoverage,
+    FiredTransitions,
+    chart_state_of,
+    chart_transitions,
+    coverage_totals,
+    event_of,
+    rejection_transition,
+    step_taken,
+    step_transitions,
+)
+from handoff_fsm.explore import HANDOFF_ID, ModelPath, explore, model_paths
+from handoff_fsm.invariants import Observation, observe, reply_of
+from handoff_fsm.runtime import compiled_chart
+
+PATHS = model_paths()
+STEP_PATHS = [path for path in PATHS if path.step is not None]
+
+
+def _listen(coordinator: HandoffCoordinator) -> FiredTransitions:
+    """Attach a listener to the chart a statechart-engine coordinator runs.
+
+    The coordinator has no public hook for this; its live chart is reached here.
+    """
+    listener = FiredTransitions()
+    live: Any = coordinator._state
+    live.chart.add_listener(listener)
+    return listener
+
+
+def _run(path: ModelPath, engine: Engine) -> set[int]:
+    """Replay ``path`` on ``engine``, checking every reply; the transitions the last input fired.
+
+    Fired transitions are observed only on the statechart engine (empty otherwise).
+    """
+    coordinator = HandoffCoordinator(HANDOFF_ID, path.order, engine=engine)
+    listener = _listen(coordinator) if engine == "statechart" else None
+    obs = Observation(HANDOFF_ID, path.order)
+    fired: set[int] = set()
+    for op, expected in zip(path.ops, path.replies, strict=True):
+        before = chart_state_of(coordinator.snapshot())
+        assert before is not None
+        if listener is not None:
+            listener.fired.clear()
+        reply = reply_of(coordinator, op)
+        assert reply == expected, op
+        event = event_of(obs, op)
+        obs, findings = observe(obs, op, reply)
+        assert findings == [], op
+        fired = set(listener.fired) if listener is not None else set()
+        if reply.error is not None and event is not None:
+            rejecting = rejection_transition(before.leaves, event, reply.error)
+            if rejecting is not None:
+                fired.add(rejecting)
+    assert coordinator.snapshot() == path.snapshot
+    return fired
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda path: path.name)
+def test_model_path(path: ModelPath, engine: Engine) -> None:
+    fired = _run(path, engine)
+    final = chart_state_of(path.snapshot)
+    assert final is not None
+    assert final.index == path.chart_state
+    if path.step is None:
+        return
+    # The last input takes exactly the step the path was generated for ...
+    coordinator = HandoffCoordinator(HANDOFF_ID, path.order)
+    obs = Observation(HANDOFF_ID, path.order)
+    for op in path.ops[:-1]:
+        obs, _ = observe(obs, op, reply_of(coordinator, op))
+    before = chart_state_of(coordinator.snapshot())
+    assert before is not None
+    last = path.ops[-1]
+    step = step_taken(before, event_of(obs, last), reply_of(coordinator, last))
+    assert step is not None
+    assert (step.source, step.event) == path.step
+    assert step.target == path.chart_state
+    # ... and on the framework's own engine it fires the transitions the step stands for.
+    if engine == "statechart":
+        assert fired == step_transitions()[path.step]
+
+
+def test_paths_reach_every_reachable_state() -> None:
+    for order in HandoffOrder:
+        report = explore(order)
+        state_paths = [p for p in PATHS if p.order is order and p.step is None]
+        assert len(state_paths) == report.states
+        assert len({p.ops for p in state_paths}) == report.states
+        assert report.coverage is not None
+        assert {p.chart_state for p in state_paths} == report.coverage.states
+
+
+def test_paths_form_a_breadth_first_tree_of_shortest_paths() -> None:
+    for order in HandoffOrder:
+        state_paths = [p.ops for p in PATHS if p.order is order and p.step is None]
+        lengths = [len(ops) for ops in state_paths]
+        assert lengths == sorted(lengths)
+        assert lengths[0] == 0
+        known = set(state_paths)
+        assert all(ops[:-1] in known for ops in state_paths[1:])
+        # A step path is a state path and one more input.
+        step_paths = [p.ops for p in STEP_PATHS if p.order is order]
+        assert all(ops[:-1] in known for ops in step_paths)
+
+
+def test_paths_take_every_step_the_exploration_takes() -> None:
+    for order in HandoffOrder:
+        report = explore(order)
+        assert report.coverage is not None
+        assert {p.step for p in STEP_PATHS if p.order is order} == report.coverage.steps
+
+
+def test_generated_suite_covers_every_chart_transition() -> None:
+    fired: set[int] = set()
+    for path in STEP_PATHS:
+        fired |= _run(path, "statechart")
+    assert fired == {t.index for t in chart_transitions()}
+    assert len(fired) == 30
+
+    coverage = ChartCoverage.of_steps(
+        (p.chart_state for p in PATHS), (p.step for p in STEP_PATHS if p.step is not None)
+    )
+    figures: dict[str, Any] = coverage.figures()
+    assert figures["transitions"] == [30, 30]
+    assert figures["chart_states"] == [len(compiled_chart().states)] * 2
+    assert figures["uncovered_transitions"] == []
+    # Every compiled step some input can take; the rest are shown unreachable by the
+    # exhaustive exploration (an action_failed where nothing that may fail is outstanding).
+    assert figures["steps"][0] == len(STEP_PATHS)
+    untaken = coverage_totals().steps - coverage.steps
+    assert {event for _, event in untaken} <= {"action_failed", "release_confirmed"}
