@@ -1,0 +1,63 @@
+"""Virtual-time simulation: real coordinators driven by fake engines, with faults.
+
+Public API of the package only; no logic here. Modules: :mod:`.config`
+(settings and distributions), :mod:`.faults` (fault plans), :mod:`.endpoints`
+(fake source, destination, transfer), :mod:`.driver` (the event loop),
+:mod:`.trace` (recording inputs), :mod:`.result` / :mod:`.summary` (what a run
+produced), :mod:`.fixture` (conformance records), :mod:`.cli` (``handoff-fsm simulate``).
+"""
+
+from handoff_fsm.simulate.cli import cli_simulate
+from handoff_fsm.simulate.config import (
+    Count,
+    CountRange,
+    DestinationQuirks,
+    Exponential,
+    Fixed,
+    Latency,
+    SimulationConfig,
+    Tokens,
+    Uniform,
+)
+from handoff_fsm.simulate.driver import Simulation, simulate
+from handoff_fsm.simulate.faults import (
+    AckFault,
+    AckFaultRates,
+    FaultPlan,
+    ScriptedAck,
+    ScriptedFact,
+    ScriptedTransferFailure,
+)
+from handoff_fsm.simulate.fixture import conformance_record, conformance_run
+from handoff_fsm.simulate.result import EndpointObservations, Leak, SimulationResult
+from handoff_fsm.simulate.summary import summarize
+from handoff_fsm.simulate.trace import InputLog, TraceWriter
+
+__all__ = [
+    "AckFault",
+    "AckFaultRates",
+    "Count",
+    "CountRange",
+    "DestinationQuirks",
+    "EndpointObservations",
+    "Exponential",
+    "FaultPlan",
+    "Fixed",
+    "InputLog",
+    "Latency",
+    "Leak",
+    "ScriptedAck",
+    "ScriptedFact",
+    "ScriptedTransferFailure",
+    "Simulation",
+    "SimulationConfig",
+    "SimulationResult",
+    "Tokens",
+    "TraceWriter",
+    "Uniform",
+    "cli_simulate",
+    "conformance_record",
+    "conformance_run",
+    "simulate",
+    "summarize",
+]

@@ -1,0 +1,201 @@
+"""Simulation settings: the workload, the fake engines' latencies, the driver's policy.
+
+Rule kept here: a configuration is a frozen value, checked when it is built;
+every random quantity is a *distribution* that the driver turns into a sampler
+over a ``random.Random`` it seeded itself, so equal configurations give equal
+runs. Times are virtual milliseconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import repeat
+from random import Random
+
+from handoff_fsm.conformance import expected_order
+from handoff_fsm.coordinator import Engine
+from handoff_fsm.model import Backend, HandoffOrder, TransferTimingMode
+from handoff_fsm.simulate.faults import FaultPlan
+
+Sampler = Callable[[], float]
+CountSampler = Callable[[], int]
+
+
+def _check_ms(name: str, value: float) -> None:
+    if not math.isfinite(value) or value < 0.0:
+        raise ValueError(f"{name} must be a finite number of ms >= 0, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """Always ``ms``."""
+
+    ms: float
+
+    def __post_init__(self) -> None:
+        _check_ms("Fixed.ms", self.ms)
+
+    def sampler(self, rng: Random) -> Sampler:
+        return repeat(self.ms).__next__
+
+
+@dataclass(frozen=True, slots=True)
+class Uniform:
+    """Uniform on ``[low, high]``."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        _check_ms("Uniform.low", self.low)
+        _check_ms("Uniform.high", self.high)
+        if self.high < self.low:
+            raise ValueError(f"Uniform: high {self.high} < low {self.low}")
+
+    def sampler(self, rng: Random) -> Sampler:
+        low, span, draw = self.low, self.high - self.low, rng.random
+        return lambda: low + span * draw()
+
+
+@dataclass(frozen=True, slots=True)
+class Exponential:
+    """Exponential with mean ``mean_ms`` (memoryless service times)."""
+
+    mean_ms: float
+
+    def __post_init__(self) -> None:
+        _check_ms("Exponential.mean_ms", self.mean_ms)
+        if self.mean_ms == 0.0:
+            raise ValueError("Exponential.mean_ms must be > 0 (use Fixed(0.0) for no latency)")
+
+    def sampler(self, rng: Random) -> Sampler:
+        rate, draw = 1.0 / self.mean_ms, rng.expovariate
+        return lambda: draw(rate)
+
+
+Latency = Fixed | Uniform | Exponential
+"""A distribution of virtual milliseconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    """Always ``n`` (tokens)."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        if self.n < 0:
+            raise ValueError(f"Count.n must be >= 0, got {self.n}")
+
+    def sampler(self, rng: Random) -> CountSampler:
+        return repeat(self.n).__next__
+
+
+@dataclass(frozen=True, slots=True)
+class CountRange:
+    """Uniform integer on ``[low, high]`` (tokens)."""
+
+    low: int
+    high: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.low <= self.high:
+            raise ValueError(f"CountRange needs 0 <= low <= high, got {self.low}..{self.high}")
+
+    def sampler(self, rng: Random) -> CountSampler:
+        low, width, draw = self.low, self.high - self.low + 1, rng.random
+        return lambda: low + int(draw() * width)
+
+
+Tokens = Count | CountRange
+"""A distribution of token counts."""
+
+
+@dataclass(frozen=True, slots=True)
+class DestinationQuirks:
+    """Misbehaviours of the fake destination, off by default.
+
+    They exist to show that the conformance record catches a destination that
+    breaks the KV-visibility contract; they are not protocol faults.
+    """
+
+    visible_on_store: bool = False
+    """Make transferred KV visible as soon as it lands, before activation."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationConfig:
+    """Everything a run depends on besides the seed-free wall clock.
+
+    ``order`` overrides the backend's handoff order (only to show that the
+    conformance record notices); by default vLLM runs SourceFirst and SGLang
+    DestinationFirst. TRT-LLM is refused (``unsupported_backend``), as in the reference.
+    """
+
+    backend: Backend = Backend.VLLM
+    handoffs: int = 1000
+    concurrency: int = 64
+    seed: int = 0
+    faults: FaultPlan = field(default_factory=FaultPlan)
+    coordinator_engine: Engine = "compiled"
+    order: HandoffOrder | None = None
+
+    # workload
+    prompt_tokens: Tokens = CountRange(128, 4096)
+    destination_cached_tokens: Tokens = Count(0)
+    """Prompt tokens the destination already has; the rest are transferable."""
+    destination_output_tokens: int = 2
+    """Tokens the destination decodes after activation (the fixture's two)."""
+    block_tokens: int = 16
+    """Tokens per KV block; each transferred block has one hash."""
+
+    # transfer timing published by the source
+    timing_mode: TransferTimingMode = TransferTimingMode.FULL_PROMPT
+    kv_bytes_per_token: int | None = 131_072
+    bandwidth_gb_s: float | None = 25.0
+    fallback_transfer_delay_ms: float = 5.0
+
+    # fake engine latencies
+    ack_ms: Latency = Uniform(0.05, 0.5)
+    """Round trip of an action and its acknowledgement."""
+    prefill_ms: Latency = Uniform(10.0, 60.0)
+    """From the Submitted acknowledgement to the source holding the KV cache."""
+    reserve_ms: Latency = Uniform(0.5, 3.0)
+    """From the Accepted acknowledgement to the destination's reservation."""
+    decode_ms_per_token: Latency = Fixed(8.0)
+
+    # driver policy
+    deadline_ms: float | None = 1000.0
+    """Coordinator-level time-out: a handoff not complete this long after start gets TimedOut."""
+    cleanup_retry_ms: float = 20.0
+    """A cancel not acknowledged this long after it was sent is sent again (see README)."""
+    destination_quirks: DestinationQuirks = DestinationQuirks()
+
+    def __post_init__(self) -> None:
+        if type(self.backend) is not Backend:
+            object.__setattr__(self, "backend", Backend(self.backend))
+        expected_order(self.backend)  # refuses TRT-LLM (unsupported_backend) before any run
+        if self.handoffs < 0:
+            raise ValueError(f"handoffs must be >= 0, got {self.handoffs}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        if self.destination_output_tokens < 1:
+            raise ValueError("destination_output_tokens must be >= 1")
+        if self.block_tokens < 1:
+            raise ValueError("block_tokens must be >= 1")
+        if self.coordinator_engine not in ("compiled", "statechart"):
+            raise ValueError(f"unknown coordinator engine {self.coordinator_engine!r}")
+        _check_ms("fallback_transfer_delay_ms", self.fallback_transfer_delay_ms)
+        _check_ms("cleanup_retry_ms", self.cleanup_retry_ms)
+        if self.cleanup_retry_ms == 0.0:
+            raise ValueError("cleanup_retry_ms must be > 0")
+        if self.deadline_ms is not None:
+            _check_ms("deadline_ms", self.deadline_ms)
+
+    @property
+    def handoff_order(self) -> HandoffOrder:
+        """The order the coordinators run with: the override, else the backend's."""
+        backend_order = expected_order(self.backend)
+        return backend_order if self.order is None else self.order

@@ -1,0 +1,514 @@
+"""The discrete-event driver: real coordinators, fake engines, one virtual clock.
+
+Rule kept here: nothing sleeps and nothing runs concurrently. Every future
+happening is an event ``(time, sequence, callback, handoff, a, b)`` on one heap;
+the sequence number breaks ties, so events at equal times run in the order
+they were scheduled, and every random draw comes from ``random.Random``
+instances seeded from the configuration: equal configurations give equal runs,
+byte for byte. The driver feeds coordinators, performs the actions they issue
+through the fake endpoints, applies the fault plan to acknowledgements, and
+enforces two policies of its own:
+
+* **deadline**: a handoff not complete ``deadline_ms`` after it started gets a
+  ``TimedOut`` fact (this is what ends a handoff whose acknowledgement was lost);
+* **cancel re-send**: a CancelSource/CancelDestination whose acknowledgement has
+  not reached the coordinator ``cleanup_retry_ms`` after it was sent is sent
+  again; the endpoint answers with its first answer. The reference has no
+  cancel retry and ignores TimedOut while cleaning up, so without this a lost
+  cancel acknowledgement would leave the handoff cleaning up forever.
+
+On completion the driver asks the endpoints what they still hold for the
+handoff: anything held is a leak, reported in the result.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from functools import partial
+from heapq import heappop, heappush
+from itertools import count
+from random import Random
+from time import perf_counter
+from typing import Any
+from uuid import UUID
+
+from handoff_fsm.coordinator import HandoffCoordinator
+from handoff_fsm.errors import HandoffError
+from handoff_fsm.model import (
+    ActivateDestination,
+    CancelDestination,
+    CancelSource,
+    Complete,
+    HandoffAction,
+    HandoffActionOutcome,
+    HandoffCompletion,
+    HandoffFact,
+    IssuedHandoffAction,
+    NormalizedHandoffEvent,
+    NormalizedStoredTiming,
+    ReleaseSource,
+    ReserveDestination,
+    StartTransfer,
+    SubmitPrefill,
+    TimedOut,
+)
+from handoff_fsm.runtime import compiled_chart
+from handoff_fsm.simulate.config import SimulationConfig
+from handoff_fsm.simulate.endpoints import Entry, Event, FakeDestination, FakeSource, FakeTransfer
+from handoff_fsm.simulate.faults import FAULT_COUNTERS, AckFault, ExternalFact, FaultInjector
+from handoff_fsm.simulate.record import (
+    DESTINATION_ACCEPTED,
+    DESTINATION_ACTIVATED,
+    DESTINATION_FINISHED,
+    DESTINATION_RESERVED,
+    DESTINATION_STATES,
+    SOURCE_HELD,
+    SOURCE_PREFILLING,
+    SOURCE_STATES,
+    SimulatedHandoff,
+)
+from handoff_fsm.simulate.result import EndpointObservations, Leak, SimulationResult
+from handoff_fsm.simulate.trace import Recorder
+
+_SUCCESS = HandoffCompletion.SUCCESS
+_CANCELED = HandoffCompletion.CANCELED
+_LOSE = AckFault.LOSE
+_DUPLICATE = AckFault.DUPLICATE
+_COMPLETED = NormalizedHandoffEvent.COMPLETED
+
+Handler = Callable[[SimulatedHandoff, int, HandoffAction], None]
+
+
+class Simulation:
+    """One run of ``config.handoffs`` handoffs, at most ``config.concurrency`` at a time.
+
+    Handoffs start in a closed loop: ``concurrency`` at time 0, then a new one
+    whenever one completes. ``recorder`` sees every coordinator input (see
+    :mod:`handoff_fsm.simulate.trace`); ``on_progress(completed)`` is called every
+    ``progress_every`` completions; ``keep_lifecycles`` keeps each handoff's
+    normalized lifecycle in the result (for conformance records).
+    """
+
+    def __init__(
+        self,
+        config: SimulationConfig,
+        *,
+        recorder: Recorder | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        progress_every: int = 1000,
+        keep_lifecycles: bool = False,
+    ) -> None:
+        self.config = config
+        self.order = config.handoff_order
+        self.now = 0.0
+        self._heap: list[Entry] = []
+        self._sequence = count().__next__
+        self.post: Callable[[Entry], None] = partial(heappush, self._heap)
+        self.sequence = self._sequence
+        seed = config.seed
+        # String seeds are hashed with SHA-512: stable across processes and platforms.
+        self._ids = Random(f"{seed}/ids")
+        workload = Random(f"{seed}/workload")
+        latency = Random(f"{seed}/latency")
+        plan = config.faults
+        self._faults = FaultInjector(plan, Random(f"{seed}/faults")) if plan.active else None
+        self._prompt_tokens = config.prompt_tokens.sampler(workload)
+        self._cached_tokens = config.destination_cached_tokens.sampler(workload)
+        self.source = FakeSource(self, config, latency, self._faults)
+        self.destination = FakeDestination(self, config, latency, self._faults)
+        self.transfer = FakeTransfer(self, config, latency, self._faults, self.destination)
+        self._handlers: dict[type, Handler] = {
+            SubmitPrefill: self.source.submit,
+            ReserveDestination: self.destination.reserve,
+            StartTransfer: self.transfer.start,
+            ActivateDestination: self.destination.activate,
+            ReleaseSource: self.source.release,
+            CancelSource: self._cancel_source,
+            CancelDestination: self._cancel_destination,
+            Complete: self._complete,
+        }
+        self._recorder = recorder
+        self._on_progress = on_progress
+        self._progress_every = max(1, progress_every)
+        self._lifecycles: list[list[NormalizedHandoffEvent]] | None = (
+            [] if keep_lifecycles else None
+        )
+        self._late_by = plan.late_by_ms
+        self._duplicate_after = plan.duplicate_after_ms
+        self._live: dict[int, SimulatedHandoff] = {}
+        self._deadlines: deque[tuple[float, SimulatedHandoff]] = deque()
+        self._deadline_armed = False
+        self._next_index = 0
+        self._ran = False
+        # what the run reports
+        self.completed = 0
+        self.succeeded = 0
+        self.canceled = 0
+        self.completed_requests = 0
+        self.inputs = 0
+        self.late_inputs = 0
+        self.timeouts = 0
+        self.cleanup_resends = 0
+        self.events = 0
+        self.rejected: dict[str, int] = {}
+        self.leaks: list[Leak] = []
+        self.violations: list[str] = []
+        self.latencies_ms: list[float] = []
+        self.last_ms = 0.0
+        """When the last handoff completed or the last request finished decoding."""
+
+    # ------------------------------------------------------------------ running
+
+    def run(self) -> SimulationResult:
+        """Run every handoff to completion (or until nothing can happen) and report."""
+        if self._ran:
+            raise RuntimeError("a Simulation runs once; build another for another run")
+        self._ran = True
+        config = self.config
+        compiled_chart()  # built once per process: not part of any run's wall clock
+        wall = perf_counter()
+        for _ in range(min(config.concurrency, config.handoffs)):
+            self._start_next()
+        heap = self._heap
+        events = 0
+        while heap:
+            when, _, event, h, a, b = heappop(heap)
+            self.now = when
+            event(h, a, b)
+            events += 1
+        self.events = events
+        return self._result(perf_counter() - wall)
+
+    def _at(self, delay_ms: float, event: Event, h: SimulatedHandoff, a: Any = None) -> None:
+        heappush(self._heap, (self.now + delay_ms, self._sequence(), event, h, a, None))
+
+    def _start_next(self) -> None:
+        """Start the next handoff now: at time 0 for the first ones, then on a completion."""
+        index = self._next_index
+        self._next_index = index + 1
+        config = self.config
+        handoff_id = UUID(int=self._ids.getrandbits(128), version=4)
+        prompt = self._prompt_tokens()
+        cached = min(prompt, self._cached_tokens())
+        coordinator = HandoffCoordinator(
+            handoff_id,
+            self.order,
+            config.fallback_transfer_delay_ms,
+            engine=config.coordinator_engine,
+        )
+        h = SimulatedHandoff(
+            index,
+            handoff_id,
+            coordinator,
+            started_ms=self.now,
+            prompt_tokens=prompt,
+            transferable_tokens=prompt - cached,
+        )
+        self._live[index] = h
+        if self._lifecycles is not None:
+            self._lifecycles.append(h.lifecycle)
+        if config.deadline_ms is not None:
+            self._deadlines.append((self.now + config.deadline_ms, h))
+            if not self._deadline_armed:
+                self._arm_deadline()
+        if self._faults is not None:
+            for offset, fact in self._faults.external_facts(index):
+                self._at(offset, self._external_fact, h, fact)
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.new(h.key, handoff_id, self.order, config.fallback_transfer_delay_ms)
+            recorder.start(h.key)
+        self.inputs += 1
+        actions = coordinator.start()
+        if recorder is not None:
+            recorder.reply(h.key, actions, coordinator.is_complete, coordinator.completion)
+        self._perform(h, actions)
+
+    # ------------------------------------------------------------------ inputs
+
+    def publish(self, h: SimulatedHandoff, fact: HandoffFact) -> None:
+        """Feed ``fact`` to the handoff's coordinator now and perform what it issues."""
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.fact(h.key, fact)
+        self.inputs += 1
+        late = h.done
+        coordinator = h.coordinator
+        try:
+            actions = coordinator.on_fact(fact)
+        except HandoffError as error:
+            self._rejected(h, error)
+            return
+        if recorder is not None:
+            recorder.reply(h.key, actions, coordinator.is_complete, coordinator.completion)
+        if late:
+            self._late(h, actions, type(fact).__name__)
+            return
+        handlers = self._handlers  # what _perform does, inlined: this is the hot path
+        for issued in actions:
+            action = issued.action
+            handlers[type(action)](h, issued.id, action)
+
+    def deliver(self, h: SimulatedHandoff, action_id: int, outcome: HandoffActionOutcome) -> None:
+        """Feed an acknowledgement to the handoff's coordinator now and perform what it issues."""
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.outcome(h.key, action_id, outcome)
+        self.inputs += 1
+        late = h.done
+        coordinator = h.coordinator
+        try:
+            actions = coordinator.on_action_outcome(action_id, outcome)
+        except HandoffError as error:
+            self._rejected(h, error)
+            return
+        if recorder is not None:
+            recorder.reply(h.key, actions, coordinator.is_complete, coordinator.completion)
+        pending = h.cleanup_pending
+        if pending:
+            pending.discard(action_id)
+        if late:
+            self._late(h, actions, f"the outcome {outcome} of action {action_id}")
+            return
+        handlers = self._handlers  # what _perform does, inlined: this is the hot path
+        for issued in actions:
+            action = issued.action
+            handlers[type(action)](h, issued.id, action)
+
+    def answer(
+        self,
+        h: SimulatedHandoff,
+        action_id: int,
+        outcome: HandoffActionOutcome,
+        delay_ms: float,
+        fault: AckFault | None,
+    ) -> None:
+        """Send an acknowledgement back, through the faults of the plan."""
+        if fault is None:
+            heappush(
+                self._heap,
+                (self.now + delay_ms, self._sequence(), self.deliver, h, action_id, outcome),
+            )
+        elif fault is _LOSE:
+            return
+        elif fault is _DUPLICATE:
+            self._push(delay_ms, h, action_id, outcome)
+            self._push(delay_ms + self._duplicate_after, h, action_id, outcome)
+        else:  # LATE (FAIL is the endpoint's business: it answers Failed without a fault)
+            self._push(delay_ms + self._late_by, h, action_id, outcome)
+
+    def _push(
+        self, delay_ms: float, h: SimulatedHandoff, action_id: int, outcome: HandoffActionOutcome
+    ) -> None:
+        heappush(
+            self._heap,
+            (self.now + delay_ms, self._sequence(), self.deliver, h, action_id, outcome),
+        )
+
+    # Deadlines: start times never decrease and deadline_ms is fixed, so deadlines
+    # come due in start order. They wait in a FIFO, and one heap event is armed for
+    # the earliest deadline of a handoff still running (most handoffs complete long
+    # before theirs, and are dropped without ever costing a heap operation).
+
+    def _arm_deadline(self) -> None:
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][1].done:
+            deadlines.popleft()
+        if deadlines:
+            self._deadline_armed = True
+            entry: Entry = (
+                deadlines[0][0],
+                self._sequence(),
+                self._deadlines_due,
+                None,
+                None,
+                None,
+            )
+            heappush(self._heap, entry)
+
+    def _deadlines_due(self, _h: None, _a: None, _b: None) -> None:
+        self._deadline_armed = False
+        deadlines, now = self._deadlines, self.now
+        while deadlines and deadlines[0][0] <= now:
+            h = deadlines.popleft()[1]
+            if not h.done:
+                self.timeouts += 1
+                self.publish(h, TimedOut(handoff_id=h.handoff_id))
+        self._arm_deadline()
+
+    def _external_fact(self, h: SimulatedHandoff, fact: ExternalFact, _b: None) -> None:
+        self.publish(h, fact(handoff_id=h.handoff_id))
+
+    def _rejected(self, h: SimulatedHandoff, error: HandoffError) -> None:
+        code = error.code.value
+        self.rejected[code] = self.rejected.get(code, 0) + 1
+        recorder = self._recorder
+        if recorder is not None:
+            coordinator = h.coordinator
+            recorder.error(h.key, error, coordinator.is_complete, coordinator.completion)
+
+    def _late(self, h: SimulatedHandoff, actions: list[IssuedHandoffAction], what: str) -> None:
+        self.late_inputs += 1
+        if actions:
+            self.violations.append(
+                f"{h.key}: {what} arrived after completion and issued "
+                f"{[type(issued.action).__name__ for issued in actions]}"
+            )
+
+    # ------------------------------------------------------------------ actions
+
+    def _perform(self, h: SimulatedHandoff, actions: list[IssuedHandoffAction]) -> None:
+        handlers = self._handlers
+        for issued in actions:
+            action = issued.action
+            handlers[type(action)](h, issued.id, action)
+
+    def _cancel_source(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
+        self._expect_cancel_ack(h, action_id, action)
+        self.source.cancel(h, action_id, action)
+
+    def _cancel_destination(
+        self, h: SimulatedHandoff, action_id: int, action: HandoffAction
+    ) -> None:
+        self._expect_cancel_ack(h, action_id, action)
+        self.destination.cancel(h, action_id, action)
+
+    def _expect_cancel_ack(
+        self, h: SimulatedHandoff, action_id: int, action: HandoffAction
+    ) -> None:
+        if h.cleanup_pending is None:
+            h.cleanup_pending = set()
+        h.cleanup_pending.add(action_id)
+        heappush(
+            self._heap,
+            (
+                self.now + self.config.cleanup_retry_ms,
+                self._sequence(),
+                self._resend_cancel,
+                h,
+                action_id,
+                action,
+            ),
+        )
+
+    def _resend_cancel(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
+        pending = h.cleanup_pending
+        if h.done or pending is None or action_id not in pending:
+            return
+        self.cleanup_resends += 1
+        heappush(
+            self._heap,
+            (
+                self.now + self.config.cleanup_retry_ms,
+                self._sequence(),
+                self._resend_cancel,
+                h,
+                action_id,
+                action,
+            ),
+        )
+        endpoint = self.source if type(action) is CancelSource else self.destination
+        endpoint.cancel(h, action_id, action)
+
+    def _complete(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
+        h.done = True
+        self.last_ms = self.now
+        completion = h.coordinator.completion
+        h.completion = completion
+        del self._live[h.index]
+        self.completed += 1
+        self.latencies_ms.append(self.now - h.started_ms)
+        if completion is _SUCCESS:
+            self.succeeded += 1
+            if h.destination == DESTINATION_FINISHED:
+                self._request_completed(h)
+        else:
+            self.canceled += 1
+        self._check_owners(h, completion)
+        if self._next_index < self.config.handoffs:
+            self._start_next()
+        if self._on_progress is not None and self.completed % self._progress_every == 0:
+            self._on_progress(self.completed)
+
+    def _check_owners(self, h: SimulatedHandoff, completion: HandoffCompletion | None) -> None:
+        """Ask the endpoints what they still hold: anything is a leak of the coordinator."""
+        label = completion.value if completion is not None else "?"
+        source = h.source
+        if source in (SOURCE_PREFILLING, SOURCE_HELD):
+            self.leaks.append(Leak(h.index, h.key, "source", SOURCE_STATES[source], label))
+        destination = h.destination
+        if destination in (DESTINATION_ACCEPTED, DESTINATION_RESERVED) or (
+            destination == DESTINATION_ACTIVATED and completion is _CANCELED
+        ):
+            self.leaks.append(
+                Leak(h.index, h.key, "destination", DESTINATION_STATES[destination], label)
+            )
+
+    def request_finished(self, h: SimulatedHandoff) -> None:
+        """The destination decoded the last token; the request completes with its handoff."""
+        self.last_ms = self.now
+        if h.done and h.completion is _SUCCESS:
+            self._request_completed(h)
+
+    def _request_completed(self, h: SimulatedHandoff) -> None:
+        self.completed_requests += 1
+        h.lifecycle.append(_COMPLETED)
+
+    # ------------------------------------------------------------------ report
+
+    def _result(self, wall_s: float) -> SimulationResult:
+        destination = self.destination
+        observations = EndpointObservations(
+            source_output_tokens=self.source.output_tokens,
+            destination_output_tokens=destination.output_tokens,
+            completed_requests=self.completed_requests,
+            destination_stored=NormalizedStoredTiming(
+                before_activation=destination.visible_before_activation,
+                on_activation=destination.visible_on_activation,
+                repeated_activation_hashes_after_activation=destination.repeated_after_activation,
+            ),
+            source_drained=not self.source.holding,
+            destination_drained=not destination.holding,
+            driver_drained=not self._heap and not self._live and not self.transfer.in_flight,
+        )
+        return SimulationResult(
+            config=self.config,
+            order=self.order,
+            started=self._next_index,
+            completed=self.completed,
+            succeeded=self.succeeded,
+            canceled=self.canceled,
+            stuck=tuple(h.key for _, h in sorted(self._live.items())),
+            leaks=tuple(self.leaks),
+            violations=tuple(self.violations),
+            inputs=self.inputs,
+            rejected=dict(sorted(self.rejected.items())),
+            late_inputs=self.late_inputs,
+            timeouts=self.timeouts,
+            cleanup_resends=self.cleanup_resends,
+            faults=dict(self._faults.counts)
+            if self._faults is not None
+            else dict.fromkeys(FAULT_COUNTERS, 0),
+            latencies_ms=tuple(self.latencies_ms),
+            transfer_delays_ms=tuple(self.transfer.delays_ms),
+            events=self.events,
+            virtual_ms=self.last_ms,
+            observations=observations,
+            lifecycles=(
+                tuple(tuple(lifecycle) for lifecycle in self._lifecycles)
+                if self._lifecycles is not None
+                else None
+            ),
+            wall_s=wall_s,
+        )
+
+
+def simulate(
+    config: SimulationConfig,
+    *,
+    recorder: Recorder | None = None,
+    keep_lifecycles: bool = False,
+) -> SimulationResult:
+    """Run ``config`` once and return its result (see :class:`Simulation`)."""
+    return Simulation(config, recorder=recorder, keep_lifecycles=keep_lifecycles).run()

@@ -1,0 +1,139 @@
+"""The summary of a run: one flat JSON object, or a table for people.
+
+Rule kept here: the summary is a pure function of the result; only ``wall_s``
+and ``handoffs_per_s`` depend on the machine, so two runs with the same seed
+give byte-identical JSON once those two keys are dropped. Percentiles are
+nearest-rank (an observed value, no interpolation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from handoff_fsm.simulate.result import SimulationResult
+
+PERCENTILES: tuple[tuple[str, float], ...] = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
+WALL_CLOCK_KEYS: frozenset[str] = frozenset({"wall_s", "handoffs_per_s"})
+"""The only summary keys allowed to differ between two runs with the same seed."""
+_SHOWN_PROBLEMS = 10
+
+
+def percentile(ordered: Sequence[float], q: float) -> float | None:
+    """Nearest-rank ``q`` percentile of an already sorted sequence (``None`` if empty)."""
+    if not ordered:
+        return None
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _distribution(prefix: str, values: Sequence[float]) -> dict[str, float | None]:
+    ordered = sorted(values)
+    stats: dict[str, float | None] = {
+        f"{prefix}_{name}_ms": percentile(ordered, q) for name, q in PERCENTILES
+    }
+    stats[f"{prefix}_max_ms"] = ordered[-1] if ordered else None
+    return stats
+
+
+def summarize(result: SimulationResult) -> dict[str, Any]:
+    """The run as one flat, JSON-ready dict (key order is part of the format)."""
+    config = result.config
+    obs = result.observations
+    problems = result.problems
+    return {
+        "engine": config.backend.value,
+        "order": result.order.value,
+        "coordinator_engine": config.coordinator_engine,
+        "seed": config.seed,
+        "concurrency": config.concurrency,
+        "fault_rate": config.faults.rate,
+        "handoffs": config.handoffs,
+        "completed": result.completed,
+        "succeeded": result.succeeded,
+        "canceled": result.canceled,
+        "leaked": result.leaked,
+        "stuck": len(result.stuck),
+        "inputs": result.inputs,
+        "rejected": sum(result.rejected.values()),
+        "rejected_by_code": result.rejected,
+        "late_inputs": result.late_inputs,
+        "timeouts": result.timeouts,
+        "cleanup_resends": result.cleanup_resends,
+        "faults": result.faults,
+        "transfers": len(result.transfer_delays_ms),
+        **_distribution("transfer_delay", result.transfer_delays_ms),
+        **_distribution("latency", result.latencies_ms),
+        "virtual_ms": result.virtual_ms,
+        "events": result.events,
+        "source_drained": obs.source_drained,
+        "destination_drained": obs.destination_drained,
+        "driver_drained": obs.driver_drained,
+        "problems": len(problems),
+        "first_problems": list(problems[:_SHOWN_PROBLEMS]),
+        "wall_s": result.wall_s,
+        "handoffs_per_s": result.completed / result.wall_s if result.wall_s > 0 else None,
+    }
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f} ms"
+
+
+def render(summary: dict[str, Any], console: Console) -> None:
+    """Print ``summary`` as a table (with wall-clock throughput) and any problems."""
+    rate = summary["fault_rate"]
+    table = Table(
+        title=(
+            f"handoff-fsm simulate: {summary['engine']} ({summary['order']}), "
+            f"{summary['handoffs']} handoffs, concurrency {summary['concurrency']}, "
+            f"fault rate {rate if rate is not None else 'custom'}, seed {summary['seed']}"
+        ),
+        title_justify="left",
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    leaked = summary["leaked"]
+    rows: list[tuple[str, str]] = [
+        ("completed", f"{summary['completed']} / {summary['handoffs']}"),
+        ("succeeded", str(summary["succeeded"])),
+        ("canceled", str(summary["canceled"])),
+        ("leaked", f"[bold red]{leaked}[/]" if leaked else "0"),
+        ("stuck", str(summary["stuck"])),
+        ("rejected inputs", str(summary["rejected"])),
+        *((f"  {code}", str(n)) for code, n in summary["rejected_by_code"].items()),
+        ("late inputs (after completion)", str(summary["late_inputs"])),
+        ("deadline time-outs", str(summary["timeouts"])),
+        ("cancels re-sent", str(summary["cleanup_resends"])),
+        ("faults injected", str(sum(summary["faults"].values()))),
+        *((f"  {kind}", str(n)) for kind, n in summary["faults"].items() if n),
+    ]
+    for prefix, label in (("transfer_delay", "transfer delay"), ("latency", "end-to-end latency")):
+        rows += [
+            (f"{label} {name}", _ms(summary[f"{prefix}_{name}_ms"]))
+            for name in ("p50", "p90", "p99", "max")
+        ]
+    rows += [
+        ("virtual time", _ms(summary["virtual_ms"])),
+        ("events", str(summary["events"])),
+        ("wall clock", f"{summary['wall_s']:.3f} s"),
+        (
+            "throughput",
+            "-"
+            if summary["handoffs_per_s"] is None
+            else f"{summary['handoffs_per_s']:,.0f} handoffs/s",
+        ),
+    ]
+    for metric, value in rows:
+        table.add_row(metric, value)
+    console.print(table)
+    for problem in summary["first_problems"]:
+        console.print(f"[bold red]problem:[/] {escape(problem)}", highlight=False)
+    hidden = summary["problems"] - len(summary["first_problems"])
+    if hidden > 0:
+        console.print(f"[bold red]... and {hidden} more problems[/]")

@@ -1,0 +1,179 @@
+"""Recording a run: every coordinator input, in the replay format or in memory.
+
+Rule kept here: a recorder sees each input *before* the coordinator does and
+each reply right after, in exactly the order the driver fed them, so a trace
+written here is a valid ``handoff-fsm replay`` input (DESIGN.md §7) and the
+replies recorded here are, line for line, what replaying it must print.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, TextIO
+from uuid import UUID
+
+from handoff_fsm.errors import HandoffError
+from handoff_fsm.model import (
+    HandoffActionOutcome,
+    HandoffCompletion,
+    HandoffFact,
+    HandoffOrder,
+    IssuedHandoffAction,
+)
+from handoff_fsm.wire import dumps, fact_to_wire, issued_to_wire, outcome_to_wire
+
+
+class Recorder(Protocol):
+    """What the driver tells a recorder; ``key`` names the coordinator (``h<number>``)."""
+
+    def new(self, key: str, handoff_id: UUID, order: HandoffOrder, fallback_ms: float) -> None: ...
+    def start(self, key: str) -> None: ...
+    def fact(self, key: str, fact: HandoffFact) -> None: ...
+    def outcome(self, key: str, action_id: int, outcome: HandoffActionOutcome) -> None: ...
+    def reply(
+        self,
+        key: str,
+        actions: list[IssuedHandoffAction],
+        complete: bool,
+        completion: HandoffCompletion | None,
+    ) -> None: ...
+    def error(
+        self,
+        key: str,
+        error: HandoffError,
+        complete: bool,
+        completion: HandoffCompletion | None,
+    ) -> None: ...
+
+
+class TraceWriter:
+    """Writes inputs as replay-format JSON lines; optionally keeps the expected replies.
+
+    ``replies`` (if given) receives one JSON line per input, formatted as
+    ``handoff-fsm replay`` formats its output, so a test can compare the two.
+    """
+
+    __slots__ = ("_replies", "_write")
+
+    def __init__(self, out: TextIO, replies: list[str] | None = None) -> None:
+        self._write = out.write
+        self._replies = replies
+
+    def _line(self, obj: dict[str, Any]) -> None:
+        self._write(dumps(obj))
+        self._write("\n")
+
+    def new(self, key: str, handoff_id: UUID, order: HandoffOrder, fallback_ms: float) -> None:
+        self._line(
+            {
+                "coordinator": key,
+                "op": "new",
+                "handoff_id": str(handoff_id),
+                "order": order.value,
+                "fallback_transfer_delay_ms": fallback_ms,
+            }
+        )
+        self.reply(key, [], False, None)
+
+    def start(self, key: str) -> None:
+        self._line({"coordinator": key, "op": "start"})
+
+    def fact(self, key: str, fact: HandoffFact) -> None:
+        self._line({"coordinator": key, "op": "fact", "fact": fact_to_wire(fact)})
+
+    def outcome(self, key: str, action_id: int, outcome: HandoffActionOutcome) -> None:
+        self._line(
+            {
+                "coordinator": key,
+                "op": "outcome",
+                "action_id": action_id,
+                "outcome": outcome_to_wire(outcome),
+            }
+        )
+
+    def reply(
+        self,
+        key: str,
+        actions: list[IssuedHandoffAction],
+        complete: bool,
+        completion: HandoffCompletion | None,
+    ) -> None:
+        if self._replies is not None:
+            self._replies.append(
+                dumps(
+                    {
+                        "coordinator": key,
+                        "actions": [issued_to_wire(issued) for issued in actions],
+                        "complete": complete,
+                        "completion": completion.value if completion is not None else None,
+                    }
+                )
+            )
+
+    def error(
+        self,
+        key: str,
+        error: HandoffError,
+        complete: bool,
+        completion: HandoffCompletion | None,
+    ) -> None:
+        if self._replies is not None:
+            self._replies.append(
+                dumps(
+                    {
+                        "coordinator": key,
+                        "error": {"code": error.code.value, "message": error.message},
+                        "complete": complete,
+                        "completion": completion.value if completion is not None else None,
+                    }
+                )
+            )
+
+
+NEW, START, FACT, OUTCOME = range(4)
+"""Operation codes of :class:`InputLog` entries."""
+
+LoggedInput = tuple[int, str, Any, Any]
+"""``(op, key, a, b)``: NEW (handoff id, order), START, FACT (fact), OUTCOME (id, outcome)."""
+
+
+class InputLog:
+    """Keeps every input as Python values, to feed the same inputs to coordinators directly."""
+
+    __slots__ = ("fallback_ms", "inputs", "issued")
+
+    def __init__(self) -> None:
+        self.inputs: list[LoggedInput] = []
+        self.fallback_ms = 0.0
+        self.issued = 0
+        """Actions the coordinators issued in reply (to check a replay did the same work)."""
+
+    def new(self, key: str, handoff_id: UUID, order: HandoffOrder, fallback_ms: float) -> None:
+        self.fallback_ms = fallback_ms
+        self.inputs.append((NEW, key, handoff_id, order))
+
+    def start(self, key: str) -> None:
+        self.inputs.append((START, key, None, None))
+
+    def fact(self, key: str, fact: HandoffFact) -> None:
+        self.inputs.append((FACT, key, fact, None))
+
+    def outcome(self, key: str, action_id: int, outcome: HandoffActionOutcome) -> None:
+        self.inputs.append((OUTCOME, key, action_id, outcome))
+
+    def reply(
+        self,
+        key: str,
+        actions: list[IssuedHandoffAction],
+        complete: bool,
+        completion: HandoffCompletion | None,
+    ) -> None:
+        self.issued += len(actions)
+
+    def error(
+        self,
+        key: str,
+        error: HandoffError,
+        complete: bool,
+        completion: HandoffCompletion | None,
+    ) -> None:
+        pass

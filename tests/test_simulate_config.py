@@ -1,0 +1,88 @@
+"""Simulation settings: distributions are seeded and bounded, bad settings are refused."""
+
+from __future__ import annotations
+
+import statistics
+from random import Random
+
+import pytest
+
+from handoff_fsm import Backend, ConformanceError, HandoffErrorCode, HandoffOrder
+from handoff_fsm.simulate import Count, CountRange, Exponential, Fixed, SimulationConfig, Uniform
+
+
+def test_fixed_is_constant() -> None:
+    draw = Fixed(2.5).sampler(Random(0))
+    assert [draw() for _ in range(3)] == [2.5, 2.5, 2.5]
+
+
+def test_uniform_stays_in_bounds_and_depends_only_on_the_seed() -> None:
+    first = Uniform(1.0, 3.0).sampler(Random(7))
+    second = Uniform(1.0, 3.0).sampler(Random(7))
+    values = [first() for _ in range(1000)]
+    assert values == [second() for _ in range(1000)]
+    assert all(1.0 <= v <= 3.0 for v in values)
+    assert min(values) < 1.1 and max(values) > 2.9
+
+
+def test_exponential_has_the_requested_mean() -> None:
+    draw = Exponential(4.0).sampler(Random(1))
+    assert statistics.fmean(draw() for _ in range(20000)) == pytest.approx(4.0, rel=0.05)
+
+
+def test_count_range_is_inclusive() -> None:
+    draw = CountRange(3, 5).sampler(Random(2))
+    assert {draw() for _ in range(500)} == {3, 4, 5}
+    assert Count(9).sampler(Random(2))() == 9
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: Fixed(-1.0),
+        lambda: Fixed(float("nan")),
+        lambda: Uniform(3.0, 1.0),
+        lambda: Exponential(0.0),
+        lambda: Count(-1),
+        lambda: CountRange(5, 3),
+    ],
+)
+def test_bad_distributions_are_refused(build: object) -> None:
+    with pytest.raises(ValueError):  # noqa: PT011  # each message names its own value
+        build()  # type: ignore[operator]
+
+
+def test_orders_follow_the_backend_unless_overridden() -> None:
+    assert SimulationConfig(backend=Backend.VLLM).handoff_order is HandoffOrder.SOURCE_FIRST
+    assert SimulationConfig(backend=Backend.SGLANG).handoff_order is HandoffOrder.DESTINATION_FIRST
+    override = SimulationConfig(backend=Backend.SGLANG, order=HandoffOrder.SOURCE_FIRST)
+    assert override.handoff_order is HandoffOrder.SOURCE_FIRST
+
+
+def test_backend_given_as_text_is_converted() -> None:
+    assert SimulationConfig(backend="sglang").backend is Backend.SGLANG  # type: ignore[arg-type]
+
+
+def test_trtllm_is_refused_as_the_reference_refuses_it() -> None:
+    with pytest.raises(ConformanceError) as caught:
+        SimulationConfig(backend=Backend.TRTLLM)
+    assert caught.value.code is HandoffErrorCode.UNSUPPORTED_BACKEND
+    assert "TRT-LLM does not support destination handoff" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("handoffs", -1),
+        ("concurrency", 0),
+        ("destination_output_tokens", 0),
+        ("block_tokens", 0),
+        ("fallback_transfer_delay_ms", -1.0),
+        ("cleanup_retry_ms", 0.0),
+        ("deadline_ms", float("inf")),
+        ("coordinator_engine", "interpreted"),
+    ],
+)
+def test_bad_settings_are_refused(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=field.split("_", maxsplit=1)[0]):
+        SimulationConfig(**{field: value})  # type: ignore[arg-type]
