@@ -196,20 +196,11 @@ class TraceReplayer:
                 actions = coordinator.on_fact(value)
         except HandoffError as error:
             return self._error_reply(key, error)
-        text = (
-            ", ".join([_issued_text(issued, live.handoff_id_text) for issued in actions])
-            if actions
-            else ""
-        )
         completion = coordinator.completion
-        if completion is None:
-            return f'{live.prefix}"actions": [{text}], "complete": false, "completion": null}}'
-        del self.live[key]
-        self._bury(key, _Tombstone(coordinator))
-        return (
-            f'{live.prefix}"actions": [{text}], "complete": true, '
-            f'"completion": "{completion.value}"}}'
-        )
+        if completion is not None:
+            del self.live[key]
+            self._bury(key, _Tombstone(coordinator))
+        return _reply_text(live.prefix, _actions_text(actions, live.handoff_id_text), completion)
 
     def _bury(self, key: str, tombstone: _Tombstone) -> None:
         completed = self.completed
@@ -231,16 +222,38 @@ class TraceReplayer:
                 state=("complete",),
             )
             return self._error_reply(key, error)
-        return f'{_prefix(key)}"actions": [], {_status_text(tombstone.completion)}}}'
+        return _reply_text(_prefix(key), "", tombstone.completion)
 
     def _error_reply(self, key: str | None, error: HandoffError) -> str:
         # Live coordinators are never complete (they become tombstones at once).
         known = self.completed.get(key) if key is not None else None
-        completion = known.completion if known is not None else None
-        return (
-            f'{_prefix(key)}"error": {{"code": "{error.code.value}", '
-            f'"message": {json.dumps(error.message)}}}, {_status_text(completion)}}}'
-        )
+        return format_error(key, error, known.completion if known is not None else None)
+
+
+def format_reply(
+    key: str, actions: list[IssuedHandoffAction], completion: HandoffCompletion | None
+) -> str:
+    """The reply line ``handoff-fsm replay`` prints for these actions (for recorders)."""
+    handoff_id_text = str(actions[0].action.handoff_id) if actions else ""
+    return _reply_text(_prefix(key), _actions_text(actions, handoff_id_text), completion)
+
+
+def format_error(key: str | None, error: HandoffError, completion: HandoffCompletion | None) -> str:
+    """The error reply line ``handoff-fsm replay`` prints for ``error``."""
+    return (
+        f'{_prefix(key)}"error": {{"code": "{error.code.value}", '
+        f'"message": {json.dumps(error.message)}}}, {_status_text(completion)}}}'
+    )
+
+
+def _reply_text(prefix: str, actions_text: str, completion: HandoffCompletion | None) -> str:
+    return f'{prefix}"actions": [{actions_text}], {_status_text(completion)}}}'
+
+
+def _actions_text(actions: list[IssuedHandoffAction], handoff_id_text: str) -> str:
+    if not actions:
+        return ""
+    return ", ".join([_issued_text(issued, handoff_id_text) for issued in actions])
 
 
 _NO_ACTIONS_RUNNING = '"actions": [], "complete": false, "completion": null}'

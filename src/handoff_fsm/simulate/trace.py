@@ -19,7 +19,8 @@ from handoff_fsm.model import (
     HandoffOrder,
     IssuedHandoffAction,
 )
-from handoff_fsm.wire import dumps, fact_to_wire, issued_to_wire, outcome_to_wire
+from handoff_fsm.replay import format_error, format_reply
+from handoff_fsm.wire import dumps, fact_to_wire, outcome_to_wire
 
 
 class Recorder(Protocol):
@@ -98,16 +99,7 @@ class TraceWriter:
         completion: HandoffCompletion | None,
     ) -> None:
         if self._replies is not None:
-            self._replies.append(
-                dumps(
-                    {
-                        "coordinator": key,
-                        "actions": [issued_to_wire(issued) for issued in actions],
-                        "complete": complete,
-                        "completion": completion.value if completion is not None else None,
-                    }
-                )
-            )
+            self._replies.append(format_reply(key, actions, completion))
 
     def error(
         self,
@@ -117,16 +109,7 @@ class TraceWriter:
         completion: HandoffCompletion | None,
     ) -> None:
         if self._replies is not None:
-            self._replies.append(
-                dumps(
-                    {
-                        "coordinator": key,
-                        "error": {"code": error.code.value, "message": error.message},
-                        "complete": complete,
-                        "completion": completion.value if completion is not None else None,
-                    }
-                )
-            )
+            self._replies.append(format_error(key, error, completion))
 
 
 NEW, START, FACT, OUTCOME = range(4)
