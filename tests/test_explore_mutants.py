@@ -10,7 +10,6 @@ trace.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -58,7 +57,6 @@ from handoff_fsm.model import HandoffAction
 
 # The module, not the ``replay`` function the package exports under the same name. Trace
 # replay builds HandoffCoordinator itself; tests swap a mutant in for it.
-_REPLAY_MODULE = importlib.import_module("handoff_fsm.replay")
 
 SF = HandoffOrder.SOURCE_FIRST
 DF = HandoffOrder.DESTINATION_FIRST
@@ -472,11 +470,9 @@ def test_explore_reports_the_mutant_with_a_shortest_counterexample(case: Case) -
 # ---------------------------------------------------------------------- replaying counterexamples
 
 
-def _replay(mutant: type, monkeypatch: pytest.MonkeyPatch, trace: tuple[str, ...]) -> list[str]:
+def _replay(mutant: type, trace: tuple[str, ...]) -> list[str]:
     """``handoff_fsm.replay.replay`` with ``mutant`` built for ``new`` lines."""
-    with monkeypatch.context() as patch:
-        patch.setattr(_REPLAY_MODULE, "HandoffCoordinator", mutant)
-        return list(replay(trace))
+    return list(replay(trace, factory=mutant))
 
 
 _SEEN_IN_REPLIES = [
@@ -497,11 +493,11 @@ _SEEN_IN_REPLIES = [
 
 @pytest.mark.parametrize("case", _SEEN_IN_REPLIES, ids=lambda case: case.id)
 def test_counterexample_replays_to_the_violation(
-    case: Case, monkeypatch: pytest.MonkeyPatch
+    case: Case,
 ) -> None:
     violation = _violation(case)
 
-    broken = _replay(case.mutant, monkeypatch, violation.trace)
+    broken = _replay(case.mutant, violation.trace)
     assert case.invariant in {invariant for invariant, _ in audit(violation.trace, broken)}
     # The violation shows in the last reply, not before it.
     assert audit(violation.trace[:-1], broken[:-1]) == []
@@ -537,8 +533,8 @@ def test_counterexample_driven_directly_shows_the_violation(case: Case) -> None:
 class _Session:
     """A TraceReplayer fed line by line, an observer judging each reply."""
 
-    def __init__(self, trace: tuple[str, ...]) -> None:
-        self.replayer = TraceReplayer()
+    def __init__(self, trace: tuple[str, ...], factory: type) -> None:
+        self.replayer = TraceReplayer(factory=factory)
         self.lines = 0
         new = json.loads(trace[0])
         self.obs = Observation(UUID(new["handoff_id"]), HandoffOrder(new["order"]))
@@ -569,28 +565,24 @@ class _Session:
                 return
 
 
-def _session(mutant: type, monkeypatch: pytest.MonkeyPatch, trace: tuple[str, ...]) -> _Session:
-    with monkeypatch.context() as patch:
-        patch.setattr(_REPLAY_MODULE, "HandoffCoordinator", mutant)
-        return _Session(trace)
+def _session(mutant: type, trace: tuple[str, ...]) -> _Session:
+    return _Session(trace, mutant)
 
 
-def test_rejected_input_that_changed_state_replays_to_a_wedge(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_rejected_input_that_changed_state_replays_to_a_wedge() -> None:
     violation = _violation(
         Case(RecordsBeforeValidating, SF, Invariant.REJECTED_INPUT_CHANGES_NOTHING, 2)
     )
     submit = Op("outcome", action_id=0, outcome=HandoffActionOutcome.SUBMITTED)
 
-    broken = _session(RecordsBeforeValidating, monkeypatch, violation.trace)
+    broken = _session(RecordsBeforeValidating, violation.trace)
     assert broken.replies[-1].error is HandoffErrorCode.INVALID_OUTCOME
     # The rejected outcome was kept: the right one now conflicts with it, forever.
     assert broken.give(submit).error is HandoffErrorCode.CONFLICTING_OUTCOME
     broken.drive_honestly()
     assert not broken.obs.complete
 
-    correct = _session(HandoffCoordinator, monkeypatch, violation.trace)
+    correct = _session(HandoffCoordinator, violation.trace)
     assert correct.replies[-1].error is HandoffErrorCode.INVALID_OUTCOME
     assert correct.give(submit).error is None
     correct.drive_honestly()
@@ -598,32 +590,30 @@ def test_rejected_input_that_changed_state_replays_to_a_wedge(
     assert broken.findings == correct.findings == []
 
 
-def test_wedged_cleanup_replays_to_a_state_honest_inputs_cannot_complete(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_wedged_cleanup_replays_to_a_state_honest_inputs_cannot_complete() -> None:
     violation = _violation(Case(DropsCancelDestination, DF, Invariant.LIVENESS, 2))
-    broken = _session(DropsCancelDestination, monkeypatch, violation.trace)
+    broken = _session(DropsCancelDestination, violation.trace)
     broken.drive_honestly()
     assert not broken.obs.complete
     assert broken.findings == []
 
-    correct = _session(HandoffCoordinator, monkeypatch, violation.trace)
+    correct = _session(HandoffCoordinator, violation.trace)
     correct.drive_honestly()
     assert correct.obs.completion is HandoffCompletion.CANCELED
 
 
-def test_crash_replays_to_the_same_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_crash_replays_to_the_same_exception() -> None:
     violation = _violation(Case(CrashesOnUnknownAction, DF, Invariant.INPUTS_HANDLED, 1))
     assert "KeyError" in violation.message
     with pytest.raises(KeyError):
-        _replay(CrashesOnUnknownAction, monkeypatch, violation.trace)
+        _replay(CrashesOnUnknownAction, violation.trace)
     assert "error" in json.loads(list(replay(violation.trace))[-1])
 
 
-def test_nondeterminism_replays_to_different_replies(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nondeterminism_replays_to_different_replies() -> None:
     violation = _violation(Case(SharesStartsAcrossInstances, SF, Invariant.DETERMINISTIC, 1))
-    first = _replay(SharesStartsAcrossInstances, monkeypatch, violation.trace)
-    second = _replay(SharesStartsAcrossInstances, monkeypatch, violation.trace)
+    first = _replay(SharesStartsAcrossInstances, violation.trace)
+    second = _replay(SharesStartsAcrossInstances, violation.trace)
     assert first != second
     assert list(replay(violation.trace)) == list(replay(violation.trace))
 

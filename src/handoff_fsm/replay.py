@@ -306,9 +306,15 @@ def replay(
     *,
     engine: Engine = "compiled",
     remember_completed: int | None = DEFAULT_REMEMBER_COMPLETED,
+    factory: CoordinatorFactory | None = None,
 ) -> Iterator[str]:
-    """Replay trace lines lazily; yields one JSON reply line (no newline) per input line."""
-    reply_text = TraceReplayer(engine=engine, remember_completed=remember_completed).reply_text
+    """Replay trace lines lazily; yields one JSON reply line (no newline) per input line.
+
+    ``factory(handoff_id, order, fallback)`` builds the coordinators (default: a
+    :class:`HandoffCoordinator` on ``engine``), so another implementation can be replayed.
+    """
+    replayer = TraceReplayer(engine=engine, remember_completed=remember_completed, factory=factory)
+    reply_text = replayer.reply_text
     for number, line in enumerate(lines, start=1):
         yield reply_text(line, number)
 
