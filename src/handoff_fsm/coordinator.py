@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from functools import cache
 from typing import Any, Literal
 from uuid import UUID
 
@@ -555,6 +556,7 @@ def _install_forwarders() -> None:
 _install_forwarders()
 
 
+@cache
 def _document_index() -> dict[str, int]:
     return {state.id: i for i, state in enumerate(document_order())}
 
