@@ -10,6 +10,7 @@ import pytest
 
 from handoff_fsm import (
     ActivateDestination,
+    Backend,
     CancelDestination,
     Canceled,
     CancelSource,
@@ -19,8 +20,11 @@ from handoff_fsm import (
     HandoffActionOutcome,
     HandoffError,
     HandoffErrorCode,
+    HandoffOrder,
     HandoffTransferTiming,
     IssuedHandoffAction,
+    NormalizedHandoffConformance,
+    NormalizedStoredTiming,
     ReleaseSource,
     ReserveDestination,
     SourceHeld,
@@ -29,6 +33,7 @@ from handoff_fsm import (
     TimedOut,
     TransferCompleted,
     TransferTimingMode,
+    expected_normalized_handoff,
 )
 from handoff_fsm.wire import (
     action_from_wire,
@@ -41,6 +46,8 @@ from handoff_fsm.wire import (
     loads,
     outcome_from_wire,
     outcome_to_wire,
+    timing_from_wire,
+    timing_to_wire,
 )
 
 HID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
@@ -226,3 +233,35 @@ def test_optional_timing_fields_may_be_omitted_or_null() -> None:
     )
     assert isinstance(integer_bandwidth, SourceHeld)
     assert integer_bandwidth.transfer_timing.bandwidth_gb_s == 2.0
+
+
+def test_timings_round_trip() -> None:
+    for timing in (TIMING, TIMING.model_copy(update={"state_bytes": 9, "bandwidth_gb_s": None})):
+        assert timing_from_wire(loads(dumps(timing_to_wire(timing)))) == timing
+    with pytest.raises(HandoffError):
+        timing_from_wire({"mode": "full_prompt"})
+
+
+def test_conformance_records_use_serde_field_and_variant_names() -> None:
+    record = NormalizedHandoffConformance(
+        engine_type=Backend.SGLANG,
+        order=HandoffOrder.DESTINATION_FIRST,
+        lifecycle=expected_normalized_handoff(HandoffOrder.DESTINATION_FIRST),
+        source_output_tokens=1,
+        destination_output_tokens=2,
+        completed_requests=1,
+        destination_stored=NormalizedStoredTiming(on_activation=4),
+        source_drained=True,
+        destination_drained=True,
+        driver_drained=True,
+    )
+    wire = json.loads(record.model_dump_json())
+    assert wire["engine_type"] == "sglang"
+    assert wire["order"] == "DestinationFirst"
+    assert wire["lifecycle"][:3] == ["DestinationAccepted", "DestinationReserved", "SourceHeld"]
+    assert wire["destination_stored"] == {
+        "before_activation": 0,
+        "on_activation": 4,
+        "repeated_activation_hashes_after_activation": 0,
+    }
+    assert NormalizedHandoffConformance.model_validate_json(record.model_dump_json()) == record

@@ -276,10 +276,6 @@ class ChartFields:
     completion: HandoffCompletion | None = None
 
 
-CHART_FIELDS: Final = ("source_first", "source_engaged", "destination_engaged", "completion")
-"""Names of the declared fields, in :class:`ChartFields` order."""
-
-
 # ----------------------------------------------------------------- input vocabulary
 
 START: Final = "start"
