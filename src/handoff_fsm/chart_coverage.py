@@ -30,13 +30,19 @@ from handoff_fsm.chart import (
     PAYLOAD,
     REJECTIONS,
     START,
-    ChartFields,
     HandoffChart,
 )
 from handoff_fsm.errors import HandoffErrorCode
 from handoff_fsm.invariants import InputClass, Observation, Op, Reply
 from handoff_fsm.model import HandoffOrder
-from handoff_fsm.runtime import ChartState, Step, compiled_chart, document_order, effect_names
+from handoff_fsm.runtime import (
+    ChartState,
+    Step,
+    compiled_chart,
+    configuration_of,
+    document_order,
+    effect_names,
+)
 from handoff_fsm.snapshot import HandoffSnapshot
 
 
@@ -145,7 +151,6 @@ def step_transitions() -> dict[tuple[int, str], frozenset[int]]:
     in the step's target.
     """
     compiled = compiled_chart()
-    order_of = {state.id: i for i, state in enumerate(document_order())}
     model = _QuietModel()
     listener = FiredTransitions()
     charts: dict[HandoffOrder, HandoffChart] = {}
@@ -167,7 +172,7 @@ def step_transitions() -> dict[tuple[int, str], frozenset[int]]:
             if index is None:
                 raise AssertionError(f"no declared transition rejects {step}") from None
             listener.fired.add(index)
-        reached = tuple(sorted((s.id for s in chart.configuration), key=order_of.__getitem__))
+        reached = configuration_of(chart)
         target = compiled.states[step.target]
         if (reached, chart.fields()) != (target.configuration, target.fields):
             raise AssertionError(f"the framework disagrees with compiled {step}: {reached}")
@@ -184,13 +189,7 @@ def chart_state_of(snapshot: Hashable) -> ChartState | None:
     """The compiled chart state a ``HandoffSnapshot`` is in (``None`` for anything else)."""
     if type(snapshot) is not HandoffSnapshot:
         return None
-    fields = ChartFields(
-        source_first=snapshot.order is HandoffOrder.SOURCE_FIRST,
-        source_engaged=snapshot.source_engaged,
-        destination_engaged=snapshot.destination_engaged,
-        completion=snapshot.completion,
-    )
-    return compiled_chart().lookup(snapshot.state, fields)
+    return compiled_chart().lookup(snapshot.state, snapshot.chart_fields())
 
 
 def event_of(obs: Observation, op: Op) -> str | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from functools import cache
 from typing import Any, Literal
 from uuid import UUID
 
@@ -54,8 +53,9 @@ from handoff_fsm.runtime import (
     ChartState,
     StepFunction,
     compiled_chart,
-    document_order,
+    configuration_of,
     effect_names,
+    leaves_of,
 )
 from handoff_fsm.snapshot import HandoffSnapshot, RecordedOutcome
 from handoff_fsm.timing import transfer_delay_ms, validate_transfer_timing
@@ -410,12 +410,7 @@ def _check_snapshot(snapshot: HandoffSnapshot) -> ChartState:
             state=snapshot.state,
         )
 
-    fields = ChartFields(
-        source_first=snapshot.order is HandoffOrder.SOURCE_FIRST,
-        source_engaged=snapshot.source_engaged,
-        destination_engaged=snapshot.destination_engaged,
-        completion=snapshot.completion,
-    )
+    fields = snapshot.chart_fields()
     chart_state = compiled_chart().lookup(snapshot.state, fields)
     if chart_state is None:
         raise invalid(f"{list(snapshot.state)} with {fields} is not a reachable chart state")
@@ -464,23 +459,16 @@ class _LiveChartState:
     from a :class:`HandoffChart` instance whose model is an :class:`_EffectsAdapter`.
     """
 
-    __slots__ = ("_atomic", "adapter", "chart", "steps")
+    __slots__ = ("adapter", "chart", "steps")
 
     def __init__(self, chart: HandoffChart, adapter: _EffectsAdapter) -> None:
         self.chart = chart
         self.adapter = adapter
-        self._atomic = {s.id for s in type(chart).states_map.values() if s.is_atomic}
         self.steps = _SendSteps()
 
     @property
     def leaves(self) -> tuple[str, ...]:
-        order = _document_index()
-        return tuple(
-            sorted(
-                (s.id for s in self.chart.configuration if s.id in self._atomic),
-                key=order.__getitem__,
-            )
-        )
+        return leaves_of(configuration_of(self.chart))
 
     @property
     def fields(self) -> ChartFields:
@@ -554,11 +542,6 @@ def _install_forwarders() -> None:
 
 
 _install_forwarders()
-
-
-@cache
-def _document_index() -> dict[str, int]:
-    return {state.id: i for i, state in enumerate(document_order())}
 
 
 def _live_state(coordinator: HandoffCoordinator, engine: str, start: ChartState) -> _LiveChartState:

@@ -102,6 +102,27 @@ def document_order(chart: type[HandoffChart] = HandoffChart) -> list[State]:
     return list(walk(chart.states))
 
 
+@cache
+def _layout(chart: type[HandoffChart]) -> tuple[dict[str, int], frozenset[str]]:
+    """Each state's document position, and the ids of the atomic states."""
+    states = document_order(chart)
+    return {s.id: i for i, s in enumerate(states)}, frozenset(s.id for s in states if s.is_atomic)
+
+
+def configuration_of(sm: HandoffChart) -> tuple[str, ...]:
+    """A live chart's active state ids, in document order (the framework's order varies)."""
+    position, _ = _layout(type(sm))
+    return tuple(sorted((s.id for s in sm.configuration), key=position.__getitem__))
+
+
+def leaves_of(
+    configuration: tuple[str, ...], chart: type[HandoffChart] = HandoffChart
+) -> tuple[str, ...]:
+    """The atomic states of ``configuration``: what a person reads as "the state"."""
+    _, atomic = _layout(chart)
+    return tuple(s for s in configuration if s in atomic)
+
+
 def effect_names() -> tuple[str, ...]:
     """Every effect the chart may call on its model (the :class:`HandoffEffects` methods)."""
     return tuple(
@@ -162,13 +183,10 @@ def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
     The framework decides every (state, event) pair exactly once; the result is
     the complete transition table of the chart, with generated step functions.
     """
-    order_of = {state.id: i for i, state in enumerate(document_order(chart))}
-    atomic = {state.id for state in document_order(chart) if state.is_atomic}
     recorder = _Recorder()
 
     def key_of(sm: HandoffChart) -> tuple[tuple[str, ...], ChartFields]:
-        ids = sorted((s.id for s in sm.configuration), key=order_of.__getitem__)
-        return tuple(ids), sm.fields()
+        return configuration_of(sm), sm.fields()
 
     index: dict[tuple[tuple[str, ...], ChartFields], ChartState] = {}
     states: list[ChartState] = []
@@ -183,7 +201,7 @@ def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
         state = ChartState(
             index=len(states),
             configuration=configuration,
-            leaves=tuple(s for s in configuration if s in atomic),
+            leaves=leaves_of(configuration, chart),
             fields=fields,
             is_complete="complete" in configuration,
             completion=fields.completion,

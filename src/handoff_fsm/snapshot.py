@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+from handoff_fsm.chart import ChartFields
 from handoff_fsm.model import (
     F64,
     U64,
@@ -51,3 +52,12 @@ class HandoffSnapshot(_Value):
     """Actions issued and not yet forgotten (the journal is cleared on completion), by id."""
     outcomes: tuple[RecordedOutcome, ...]
     """Accepted outcomes, by action id."""
+
+    def chart_fields(self) -> ChartFields:
+        """The chart's declared fields this snapshot records (with ``state``, its chart state)."""
+        return ChartFields(
+            source_first=self.order is HandoffOrder.SOURCE_FIRST,
+            source_engaged=self.source_engaged,
+            destination_engaged=self.destination_engaged,
+            completion=self.completion,
+        )
