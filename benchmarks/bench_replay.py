@@ -24,7 +24,7 @@ from pathlib import Path
 import harness
 import tracegen
 
-import handoff_fsm as hf
+from handoff_fsm.io import replay
 
 BASELINE_SCRIPT = Path(__file__).with_name("json_roundtrip.py")
 PEAK_RSS_SCRIPT = Path(__file__).with_name("peak_rss.py")
@@ -151,7 +151,7 @@ def measure(lines: int, prefix_lines: int, repeats: int) -> ReplayResult:
 
 
 def in_process(lines: int, *, pairs: int) -> harness.Comparison:
-    """Per-line cost without start-up or file I/O: :func:`handoff_fsm.replay` vs loads+dumps.
+    """Per-line cost without start-up or file I/O: :func:`handoff_fsm.io.replay` vs loads+dumps.
 
     Every sample replays the trace's first ``lines`` lines with a new replayer.
     """
@@ -161,7 +161,7 @@ def in_process(lines: int, *, pairs: int) -> harness.Comparison:
     def library(n: int) -> float:
         chunk = text[:n]
         start = harness.clock()
-        for _ in hf.replay(chunk):
+        for _ in replay(chunk):
             pass
         return harness.clock() - start
 

@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 
 from handoff_fsm import HandoffCoordinator, HandoffError
+from handoff_fsm.engines.compiled import compiled_chart
 from handoff_fsm.model import Backend
-from handoff_fsm.runtime import compiled_chart
 from handoff_fsm.simulate import FaultPlan, InputLog, SimulationConfig, simulate
 from handoff_fsm.simulate.trace import FACT, OUTCOME, START
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from handoff_fsm.replay import TraceReplayer, replay
+from handoff_fsm.io.replay import TraceReplayer, replay
 
 ORACLE_DIR = Path(__file__).parent / "oracle"
 

@@ -32,6 +32,7 @@ import run  # noqa: E402
 import tracegen  # noqa: E402
 
 import handoff_fsm as hf  # noqa: E402
+from handoff_fsm.io import replay  # noqa: E402
 
 HANDOFF_ID = uuid.UUID(int=7)
 IMPLEMENTATIONS = pytest.mark.parametrize("module", [hf, handwritten], ids=["library", "yardstick"])
@@ -414,7 +415,7 @@ def test_trace_is_deterministic_and_shorter_traces_are_prefixes() -> None:
 
 def test_trace_replays_with_only_its_deliberate_errors() -> None:
     lines = list(tracegen.generate(20_000, seed=2, in_flight=64))
-    replies = [json.loads(reply) for reply in hf.replay(lines)]
+    replies = [json.loads(reply) for reply in replay(lines)]
     errors = Counter(reply["error"]["code"] for reply in replies if "error" in reply)
     deliberate = sum('"action_id": 7,' in line for line in lines)
     assert deliberate > 0

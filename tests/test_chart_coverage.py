@@ -14,7 +14,8 @@ from handoff_fsm import (
     SourceHeld,
 )
 from handoff_fsm.chart import INPUT_EVENTS, REJECTIONS
-from handoff_fsm.chart_coverage import (
+from handoff_fsm.engines.compiled import compiled_chart, document_order
+from handoff_fsm.verify.coverage import (
     ChartCoverage,
     FiredTransitions,
     chart_state_of,
@@ -25,9 +26,8 @@ from handoff_fsm.chart_coverage import (
     step_taken,
     step_transitions,
 )
-from handoff_fsm.explore import VALID_TIMING
-from handoff_fsm.invariants import Observation, Op, Reply, observe, reply_of
-from handoff_fsm.runtime import compiled_chart, document_order
+from handoff_fsm.verify.exploration import VALID_TIMING
+from handoff_fsm.verify.invariants import Observation, Op, Reply, observe, reply_of
 
 ID = UUID(int=1)
 

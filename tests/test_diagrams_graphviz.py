@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from handoff_fsm.diagrams import GraphvizMissingError, render
-from handoff_fsm.diagrams.graphviz import require
+from handoff_fsm.diagrams.render import require
 
 
 def test_render_gives_svg_and_png() -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from handoff_fsm.chart import REJECTIONS, VALIDATORS, HandoffChart
-from handoff_fsm.chart_coverage import chart_transitions
 from handoff_fsm.diagrams import EdgeKind, StateKind, describe_chart
 from handoff_fsm.diagrams.model import action_of, effect_text, word_guard
+from handoff_fsm.engines.compiled import document_order, effect_names
 from handoff_fsm.model import ACTION_TYPES, HandoffCompletion
-from handoff_fsm.runtime import document_order, effect_names
+from handoff_fsm.verify.coverage import chart_transitions
 
 
 def test_every_state_of_the_chart_is_described_in_document_order() -> None:

@@ -8,9 +8,9 @@ from handoff_fsm import HandoffErrorCode, HandoffOrder
 from handoff_fsm.conformance import expected_normalized_handoff
 from handoff_fsm.diagrams import chart_space, lifecycles, review_markdown
 from handoff_fsm.diagrams.review import observed_lifecycle
-from handoff_fsm.explore import explore
+from handoff_fsm.engines.compiled import compiled_chart
 from handoff_fsm.model import HandoffCompletion
-from handoff_fsm.runtime import compiled_chart
+from handoff_fsm.verify.exploration import explore
 
 
 def test_the_review_has_every_section_in_order() -> None:

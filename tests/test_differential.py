@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff_fsm.replay import replay
+from handoff_fsm.io.replay import replay
 from tests.differential import (
     ORACLE_DIR,
     build_oracle,

@@ -18,8 +18,8 @@ from handoff_fsm import (
     HandoffOrder,
     HandoffSnapshot,
     IssuedHandoffAction,
-    explore,
 )
+from handoff_fsm.verify import explore
 
 
 class EngineMismatchError(AssertionError):

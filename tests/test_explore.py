@@ -24,24 +24,22 @@ from handoff_fsm import (
     IssuedHandoffAction,
     ReleaseSource,
     SourceHeld,
-    replay,
 )
-from handoff_fsm.chart_coverage import chart_transitions, coverage_totals
 from handoff_fsm.cli import main
-from handoff_fsm.explore import (
+from handoff_fsm.io import replay
+from handoff_fsm.verify.coverage import chart_transitions, coverage_totals
+from handoff_fsm.verify.exploration import (
     FOREIGN_ID,
     HANDOFF_ID,
     INVALID_TIMING,
     TRACE_KEY,
     VALID_TIMING,
     ExplorationReport,
-    audit,
     explore,
     inputs_for,
-    model_paths,
-    reply_from_wire,
 )
-from handoff_fsm.invariants import InputClass, Invariant, Observation, Op, observe, reply_of
+from handoff_fsm.verify.invariants import InputClass, Invariant, Observation, Op, observe, reply_of
+from tests.model_paths import audit, model_paths, reply_from_wire
 
 SF = HandoffOrder.SOURCE_FIRST
 DF = HandoffOrder.DESTINATION_FIRST
@@ -248,9 +246,8 @@ def test_cli_check_json_for_both_orders(capsys: pytest.CaptureFixture[str]) -> N
 def test_cli_check_fails_with_a_counterexample(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The module (``handoff_fsm.explore`` the attribute is the function).
     monkeypatch.setattr(
-        importlib.import_module("handoff_fsm.explore"), "HandoffCoordinator", _StartsTwice
+        importlib.import_module("handoff_fsm.cli.check"), "HandoffCoordinator", _StartsTwice
     )
     assert main(["check", "--order", "DestinationFirst"]) == 1
     out = capsys.readouterr().out

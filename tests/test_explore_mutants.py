@@ -3,7 +3,7 @@
 Every mutant below breaks one rule of the protocol the way a real bug would
 (most of them by bending a real ``HandoffCoordinator``). For each, ``explore``
 must report the expected invariant with a shortest counterexample, and that
-counterexample, replayed through ``handoff_fsm.replay`` against the mutant,
+counterexample, replayed through ``handoff_fsm.io.replay`` against the mutant,
 must show the violation again, while the correct coordinator passes the same
 trace.
 """
@@ -38,22 +38,20 @@ from handoff_fsm import (
     ReserveDestination,
     StartTransfer,
     TimedOut,
-    TraceReplayer,
-    replay,
 )
-from handoff_fsm.explore import (
+from handoff_fsm.io import TraceReplayer, replay
+from handoff_fsm.journal import ActionJournal
+from handoff_fsm.model import HandoffAction
+from handoff_fsm.verify.exploration import (
     HANDOFF_ID,
     TRACE_KEY,
     ExplorationReport,
     Violation,
-    audit,
     explore,
     inputs_for,
-    reply_from_wire,
 )
-from handoff_fsm.invariants import Invariant, Observation, Op, Reply, observe, reply_of
-from handoff_fsm.journal import ActionJournal
-from handoff_fsm.model import HandoffAction
+from handoff_fsm.verify.invariants import Invariant, Observation, Op, Reply, observe, reply_of
+from tests.model_paths import audit, reply_from_wire
 
 # The module, not the ``replay`` function the package exports under the same name. Trace
 # replay builds HandoffCoordinator itself; tests swap a mutant in for it.
@@ -471,7 +469,7 @@ def test_explore_reports_the_mutant_with_a_shortest_counterexample(case: Case) -
 
 
 def _replay(mutant: type, trace: tuple[str, ...]) -> list[str]:
-    """``handoff_fsm.replay.replay`` with ``mutant`` built for ``new`` lines."""
+    """``handoff_fsm.io.replay.replay`` with ``mutant`` built for ``new`` lines."""
     return list(replay(trace, factory=mutant))
 
 

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from handoff_fsm import Engine, HandoffCoordinator, HandoffOrder
-from handoff_fsm.chart_coverage import (
+from handoff_fsm.engines.compiled import compiled_chart
+from handoff_fsm.verify.coverage import (
     ChartCoverage,
     FiredTransitions,
     chart_state_of,
@@ -28,9 +29,9 @@ from handoff_fsm.chart_coverage import (
     step_taken,
     step_transitions,
 )
-from handoff_fsm.explore import HANDOFF_ID, ModelPath, explore, model_paths
-from handoff_fsm.invariants import Observation, observe, reply_of
-from handoff_fsm.runtime import compiled_chart
+from handoff_fsm.verify.exploration import HANDOFF_ID, explore
+from handoff_fsm.verify.invariants import Observation, observe, reply_of
+from tests.model_paths import ModelPath, model_paths
 
 PATHS = model_paths()
 STEP_PATHS = [path for path in PATHS if path.step is not None]

@@ -35,7 +35,7 @@ from handoff_fsm import (
     SubmitPrefill,
     TransferCompleted,
 )
-from handoff_fsm.invariants import (
+from handoff_fsm.verify.invariants import (
     STATEMENTS,
     InputClass,
     Invariant,

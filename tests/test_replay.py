@@ -20,8 +20,8 @@ from handoff_fsm import (
     TimedOut,
     TransferCompleted,
 )
-from handoff_fsm.replay import TraceReplayer, replay
-from handoff_fsm.wire import fact_to_wire, outcome_to_wire
+from handoff_fsm.io.replay import TraceReplayer, replay
+from handoff_fsm.io.wire import fact_to_wire, outcome_to_wire
 from tests.differential import random_trace
 from tests.support import HANDOFF_ID, OTHER_ID, destination_reserved, source_held
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from handoff_fsm.cli import main
+from handoff_fsm.cli import simulate as cli_module
 from handoff_fsm.model import ActivateDestination, Backend
 from handoff_fsm.simulate import (
     AckFault,
@@ -21,7 +22,6 @@ from handoff_fsm.simulate import (
     TraceWriter,
     simulate,
 )
-from handoff_fsm.simulate import cli as cli_module
 from handoff_fsm.simulate.summary import WALL_CLOCK_KEYS
 
 

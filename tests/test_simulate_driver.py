@@ -29,7 +29,7 @@ from handoff_fsm import (
     TimedOut,
     TransferTimingMode,
 )
-from handoff_fsm.replay import replay
+from handoff_fsm.io.replay import replay
 from handoff_fsm.simulate import (
     AckFault,
     Count,

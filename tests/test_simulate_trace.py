@@ -6,7 +6,7 @@ import io
 import json
 
 from handoff_fsm import HandoffCoordinator, HandoffError
-from handoff_fsm.replay import replay
+from handoff_fsm.io.replay import replay
 from handoff_fsm.simulate import FaultPlan, InputLog, SimulationConfig, TraceWriter, simulate
 from handoff_fsm.simulate.trace import FACT, NEW, OUTCOME, START
 

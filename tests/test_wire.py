@@ -35,7 +35,7 @@ from handoff_fsm import (
     TransferTimingMode,
     expected_normalized_handoff,
 )
-from handoff_fsm.wire import (
+from handoff_fsm.io.wire import (
     action_from_wire,
     action_to_wire,
     dumps,

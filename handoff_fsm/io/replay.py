@@ -11,18 +11,16 @@ are kept; a line for a coordinator forgotten longer ago is ``unknown_coordinator
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack
 from functools import partial
-from typing import Any, BinaryIO, TextIO
+from typing import Any
 from uuid import UUID
 
 from handoff_fsm.coordinator import Engine, HandoffCoordinator
 from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error
+from handoff_fsm.io.wire import fact_from_wire, outcome_from_wire
 from handoff_fsm.model import (
     U64_MAX,
     HandoffCompletion,
@@ -30,7 +28,6 @@ from handoff_fsm.model import (
     IssuedHandoffAction,
     StartTransfer,
 )
-from handoff_fsm.wire import fact_from_wire, outcome_from_wire
 
 _ORDERS = {order.value: order for order in HandoffOrder}
 CoordinatorFactory = Callable[[UUID, HandoffOrder, float], HandoffCoordinator]
@@ -317,23 +314,3 @@ def replay(
     reply_text = replayer.reply_text
     for number, line in enumerate(lines, start=1):
         yield reply_text(line, number)
-
-
-def cli_replay(args: argparse.Namespace) -> int:
-    """``handoff-fsm replay TRACE|- [-o OUT] [--engine ...]``."""
-    with ExitStack() as stack:
-        # Bytes in: a line that is not UTF-8 is one invalid_input reply, not a crash.
-        source: BinaryIO = (
-            sys.stdin.buffer if args.trace == "-" else stack.enter_context(open(args.trace, "rb"))
-        )
-        out: TextIO = (
-            sys.stdout
-            if args.output == "-"
-            else stack.enter_context(open(args.output, "w", encoding="utf-8"))
-        )
-        write = out.write
-        remember = None if args.remember == "all" else int(args.remember)
-        for reply in replay(source, engine=args.engine, remember_completed=remember):
-            write(reply)
-            write("\n")
-    return 0

@@ -7,7 +7,6 @@ Public API of the package only; no logic here. Modules: :mod:`.config`
 produced), :mod:`.fixture` (conformance records), :mod:`.cli` (``handoff-fsm simulate``).
 """
 
-from handoff_fsm.simulate.cli import cli_simulate
 from handoff_fsm.simulate.config import (
     Count,
     CountRange,
@@ -55,7 +54,6 @@ __all__ = [
     "Tokens",
     "TraceWriter",
     "Uniform",
-    "cli_simulate",
     "conformance_record",
     "conformance_run",
     "simulate",

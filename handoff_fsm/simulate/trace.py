@@ -12,6 +12,8 @@ from typing import Any, Protocol, TextIO
 from uuid import UUID
 
 from handoff_fsm.errors import HandoffError
+from handoff_fsm.io.replay import format_error, format_reply
+from handoff_fsm.io.wire import dumps, fact_to_wire, outcome_to_wire
 from handoff_fsm.model import (
     HandoffActionOutcome,
     HandoffCompletion,
@@ -19,8 +21,6 @@ from handoff_fsm.model import (
     HandoffOrder,
     IssuedHandoffAction,
 )
-from handoff_fsm.replay import format_error, format_reply
-from handoff_fsm.wire import dumps, fact_to_wire, outcome_to_wire
 
 
 class Recorder(Protocol):

@@ -34,6 +34,7 @@ from typing import Any
 from uuid import UUID
 
 from handoff_fsm.coordinator import HandoffCoordinator
+from handoff_fsm.engines.compiled import compiled_chart
 from handoff_fsm.errors import HandoffError
 from handoff_fsm.model import (
     ActivateDestination,
@@ -53,7 +54,6 @@ from handoff_fsm.model import (
     SubmitPrefill,
     TimedOut,
 )
-from handoff_fsm.runtime import compiled_chart
 from handoff_fsm.simulate.config import SimulationConfig
 from handoff_fsm.simulate.endpoints import Entry, Event, FakeDestination, FakeSource, FakeTransfer
 from handoff_fsm.simulate.faults import FAULT_COUNTERS, AckFault, ExternalFact, FaultInjector

@@ -8,7 +8,6 @@ and the drift check. See README, "Diagrams".
 """
 
 from handoff_fsm.diagrams.codes import ErrorCondition, error_conditions
-from handoff_fsm.diagrams.commands import cli_diagram, cli_diagrams, cli_review
 from handoff_fsm.diagrams.dot import Highlight, statechart_dot
 from handoff_fsm.diagrams.files import (
     DIAGRAMS_DIR,
@@ -20,7 +19,6 @@ from handoff_fsm.diagrams.files import (
     write_diagrams,
     write_review,
 )
-from handoff_fsm.diagrams.graphviz import GraphvizMissingError, render
 from handoff_fsm.diagrams.improvements import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN
 from handoff_fsm.diagrams.mermaid import statechart_mermaid
 from handoff_fsm.diagrams.model import (
@@ -40,6 +38,7 @@ from handoff_fsm.diagrams.overlay import (
     trace_path,
     write_overlay,
 )
+from handoff_fsm.diagrams.render import GraphvizMissingError, render
 from handoff_fsm.diagrams.review import chart_space, review_markdown
 from handoff_fsm.diagrams.scenarios import SCENARIOS, Lifecycle, Scenario, lifecycles, run_scenario
 from handoff_fsm.diagrams.sequence import sequence_dot, sequence_mermaid
@@ -67,9 +66,6 @@ __all__ = [
     "TracePath",
     "TraceStep",
     "chart_space",
-    "cli_diagram",
-    "cli_diagrams",
-    "cli_review",
     "describe_chart",
     "diagram_files",
     "drift",

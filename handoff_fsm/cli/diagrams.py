@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from handoff_fsm.diagrams.files import write_diagrams, write_review
-from handoff_fsm.diagrams.graphviz import GraphvizMissingError
 from handoff_fsm.diagrams.overlay import TraceOverlayError, write_overlay
+from handoff_fsm.diagrams.render import GraphvizMissingError
 
 
 def _fail(command: str, error: Exception) -> int:

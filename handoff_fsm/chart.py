@@ -7,7 +7,7 @@ declared finite :data:`CHART_FIELDS`; event data never steers a transition, it
 only feeds validators (which may reject an input before anything changes) and
 the payloads of actions. Everything the chart *does* is a named effect on its
 model (:class:`HandoffEffects`), so a faster engine can replay the chart's
-decisions (see :mod:`handoff_fsm.runtime`) and diagrams can draw them.
+decisions (see :mod:`handoff_fsm.engines.compiled`) and diagrams can draw them.
 
 The behaviour is the Rust reference ``HandoffCoordinatorCore``:
 

@@ -1,11 +1,11 @@
 """Trace overlay: the statechart with one coordinator's path through a trace drawn on it.
 
 Rule kept here: the path is what the real replay did. The trace is replayed
-with :class:`~handoff_fsm.replay.TraceReplayer` (the same code as
+with :class:`~handoff_fsm.io.replay.TraceReplayer` (the same code as
 ``handoff-fsm replay``); before and after each input of the chosen
 coordinator, its chart state is read from its public snapshot, and the
 declared transitions that input fired are the ones python-statemachine's own
-interpreter fires for that step (:func:`handoff_fsm.chart_coverage.step_transitions`).
+interpreter fires for that step (:func:`handoff_fsm.verify.coverage.step_transitions`).
 A rejected input marks the rejecting row of its state; every error reply is
 listed beside the chart.
 """
@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from handoff_fsm.chart import ACKNOWLEDGEMENTS, ACTION_FAILED, FACT_EVENTS, REJECTIONS, START
-from handoff_fsm.chart_coverage import chart_state_of, rejection_transition, step_transitions
 from handoff_fsm.coordinator import HandoffCoordinator
 from handoff_fsm.diagrams.dot import Highlight, statechart_dot
-from handoff_fsm.diagrams.graphviz import render
 from handoff_fsm.diagrams.model import ChartModel, describe_chart
+from handoff_fsm.diagrams.render import render
+from handoff_fsm.engines.compiled import ChartState
 from handoff_fsm.errors import HandoffError, HandoffErrorCode
+from handoff_fsm.io.replay import TraceReplayer
+from handoff_fsm.io.wire import fact_from_wire, outcome_from_wire
 from handoff_fsm.model import HandoffCompletion, HandoffOrder
-from handoff_fsm.replay import TraceReplayer
-from handoff_fsm.runtime import ChartState
-from handoff_fsm.wire import fact_from_wire, outcome_from_wire
+from handoff_fsm.verify.coverage import chart_state_of, rejection_transition, step_transitions
 
 _REJECTION_CODES = frozenset(REJECTIONS.values())
 
@@ -124,7 +124,7 @@ _NOT_APPLIED = frozenset(
 def trace_path(lines: Iterable[str], coordinator: str | None = None) -> TracePath:
     """Replay ``lines`` and follow ``coordinator`` (default: the first one the trace creates).
 
-    The replies are :class:`~handoff_fsm.replay.TraceReplayer`'s. The followed
+    The replies are :class:`~handoff_fsm.io.replay.TraceReplayer`'s. The followed
     coordinator is mirrored by a coordinator of our own, fed the same inputs the
     replayer accepted; its replies must agree with the replayer's (checked), and
     its snapshots say which chart state each input started from and reached.

@@ -10,10 +10,8 @@ interpreter with ``engine="statechart"``).
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 from uuid import UUID
 
 from pydantic import TypeAdapter
@@ -21,12 +19,12 @@ from pydantic import TypeAdapter
 from handoff_fsm.chart import (
     ACKNOWLEDGEMENTS,
     FACT_EVENTS,
-    PAYLOAD,
     REJECTIONS,
     START,
-    ChartFields,
     HandoffChart,
 )
+from handoff_fsm.engines.compiled import ChartState, compiled_chart
+from handoff_fsm.engines.statechart import LiveChartState, live_state
 from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error
 from handoff_fsm.journal import ActionJournal
 from handoff_fsm.model import (
@@ -48,14 +46,6 @@ from handoff_fsm.model import (
     StartTransfer,
     SubmitPrefill,
     TransferTimingMode,
-)
-from handoff_fsm.runtime import (
-    ChartState,
-    StepFunction,
-    compiled_chart,
-    configuration_of,
-    effect_names,
-    leaves_of,
 )
 from handoff_fsm.snapshot import HandoffSnapshot, RecordedOutcome
 from handoff_fsm.timing import transfer_delay_ms, validate_transfer_timing
@@ -89,7 +79,7 @@ class HandoffCoordinator:
     _order: HandoffOrder
     _fallback: float
     _journal: ActionJournal
-    _state: ChartState | _LiveChartState
+    _state: ChartState | LiveChartState
     _timing: _TimingInputs | None
     """The held source's timing, unpacked: a live coordinator should not keep a model alive."""
     _tokens: int | None
@@ -111,7 +101,7 @@ class HandoffCoordinator:
         self._timing = None
         self._tokens = None
         initial = _initial_state(self._order)
-        self._state = initial if engine == "compiled" else _live_state(self, engine, initial)
+        self._state = initial if engine == "compiled" else live_state(self, engine, initial)
 
     # ------------------------------------------------------------------ public API
 
@@ -139,7 +129,7 @@ class HandoffCoordinator:
         configuration. Sending it events directly bypasses the coordinator's checks.
         """
         state = self._state
-        return state.chart if isinstance(state, _LiveChartState) else None
+        return state.chart if isinstance(state, LiveChartState) else None
 
     @property
     def is_complete(self) -> bool:
@@ -250,9 +240,7 @@ class HandoffCoordinator:
                     handoff_id=snapshot.handoff_id,
                     state=snapshot.state,
                 )
-        self._state = (
-            chart_state if engine == "compiled" else _live_state(self, engine, chart_state)
-        )
+        self._state = chart_state if engine == "compiled" else live_state(self, engine, chart_state)
         return self
 
     def __repr__(self) -> str:
@@ -446,113 +434,3 @@ def _check_snapshot(snapshot: HandoffSnapshot) -> ChartState:
             raise invalid(f"outcome {record.outcome} cannot acknowledge {type(action).__name__}")
         seen.add(record.action_id)
     return chart_state
-
-
-# ---------------------------------------------------------------------- statechart engine
-
-
-class _LiveChartState:
-    """The ``_state`` of a coordinator run by the framework's interpreter.
-
-    It offers what the facade reads from a compiled :class:`ChartState`
-    (``steps``, ``is_complete``, ``completion``, ``leaves``, ``fields``), read live
-    from a :class:`HandoffChart` instance whose model is an :class:`_EffectsAdapter`.
-    """
-
-    __slots__ = ("adapter", "chart", "steps")
-
-    def __init__(self, chart: HandoffChart, adapter: _EffectsAdapter) -> None:
-        self.chart = chart
-        self.adapter = adapter
-        self.steps = _SendSteps()
-
-    @property
-    def leaves(self) -> tuple[str, ...]:
-        return leaves_of(configuration_of(self.chart))
-
-    @property
-    def fields(self) -> ChartFields:
-        return self.chart.fields()
-
-    @property
-    def is_complete(self) -> bool:
-        return any(s.id == "complete" for s in self.chart.configuration)
-
-    @property
-    def completion(self) -> HandoffCompletion | None:
-        return self.chart.completion
-
-
-class _SendSteps:
-    """``steps.get(event)``: a step that sends the event through the framework."""
-
-    __slots__ = ("_cache",)
-
-    def __init__(self) -> None:
-        self._cache: dict[str, StepFunction] = {}
-
-    def get(self, event: str) -> StepFunction:
-        step = self._cache.get(event)
-        if step is None:
-            step = self._cache[event] = _sending(event)
-        return step
-
-
-def _sending(event: str) -> StepFunction:
-    def step(coordinator: HandoffCoordinator, payload: Any) -> list[Any]:
-        live = coordinator._state
-        assert isinstance(live, _LiveChartState)
-        live.adapter.outbox = []
-        live.chart.send(event, **({PAYLOAD: payload} if payload is not None else {}))
-        return live.adapter.outbox
-
-    return step
-
-
-class _EffectsAdapter:
-    """The framework's model: forwards each effect to the coordinator, collects actions."""
-
-    def __init__(self, coordinator: HandoffCoordinator) -> None:
-        self.coordinator = coordinator
-        self.outbox: list[IssuedHandoffAction] = []
-        self.configuration: Any = None  # the framework's state field
-
-
-def _forwarding(name: str) -> Callable[..., None]:
-    def forward(self: _EffectsAdapter, *args: Any, **kwargs: Any) -> None:
-        result = getattr(self.coordinator, name)(*args, **kwargs)
-        if result is not None:
-            self.outbox.append(result)
-
-    forward.__name__ = name
-    return forward
-
-
-def _install_forwarders() -> None:
-    for name in effect_names():
-        parameters = list(inspect.signature(getattr(HandoffCoordinator, name)).parameters)[1:]
-        forward = _forwarding(name)
-        # The framework injects arguments by parameter name, reading the signature of
-        # the bound method and caching it by qualified name: declare both.
-        forward.__qualname__ = f"_EffectsAdapter.{name}"
-        forward.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in parameters]
-        )
-        setattr(_EffectsAdapter, name, forward)
-
-
-_install_forwarders()
-
-
-def _live_state(coordinator: HandoffCoordinator, engine: str, start: ChartState) -> _LiveChartState:
-    if engine != "statechart":
-        raise ValueError(f"engine must be 'compiled' or 'statechart', not {engine!r}")
-    adapter = _EffectsAdapter(coordinator)
-    chart = HandoffChart(
-        adapter,  # type: ignore[arg-type]
-        start.order,
-        fields=start.fields,
-        configuration=start.configuration,
-        state_field="configuration",
-    )
-    return _LiveChartState(chart, adapter)

@@ -5,7 +5,7 @@ from the code when the review is written: the chart's structure (the
 :class:`~.model.ChartModel`), its compiled state space (:func:`compiled_chart`),
 the scripted lifecycles (real coordinator runs), the conformance
 expectations, the error-code table, the exhaustive exploration
-(:func:`handoff_fsm.explore.explore`) and the improvements text README shows.
+(:func:`handoff_fsm.verify.exploration.explore`) and the improvements text README shows.
 Nothing is timed and nothing is dated, so the same code gives the same bytes.
 Links point at files ``handoff-fsm diagrams`` writes into the review's folder.
 """
@@ -26,9 +26,9 @@ from handoff_fsm.diagrams.model import ChartModel, describe_chart
 from handoff_fsm.diagrams.scenarios import Lifecycle, MessageKind, lifecycles
 from handoff_fsm.diagrams.sequence import sequence_mermaid
 from handoff_fsm.diagrams.tables import inputs_markdown, transition_tables_markdown
-from handoff_fsm.explore import ExplorationReport, explore
+from handoff_fsm.engines.compiled import CompiledChart, compiled_chart
 from handoff_fsm.model import HandoffCompletion, HandoffOrder, NormalizedHandoffEvent
-from handoff_fsm.runtime import CompiledChart, compiled_chart
+from handoff_fsm.verify.exploration import ExplorationReport, explore
 
 _N = NormalizedHandoffEvent
 NORMALIZED_EVENTS: Final[dict[str, NormalizedHandoffEvent]] = {

@@ -3,11 +3,11 @@
 Rule kept here: the coordinator is a black box built by a factory. This module
 drives it breadth-first with every input class in every state it reaches (a
 state is the coordinator's snapshot together with the observer's memory, see
-:mod:`handoff_fsm.invariants`), judges every reply, and keeps for each
+:mod:`handoff_fsm.verify.invariants`), judges every reply, and keeps for each
 invariant the *shortest* input sequence that breaks it, written as a
 ``handoff-fsm replay`` trace. Nothing here reads a coordinator's private
 fields; the chart is consulted only to measure coverage
-(:mod:`handoff_fsm.chart_coverage`).
+(:mod:`handoff_fsm.verify.coverage`).
 
 A coordinator in a given state is rebuilt by replaying that state's shortest
 input sequence into a fresh one, so any implementation can be checked whatever
@@ -18,46 +18,22 @@ explored further: everything after it would only repeat the finding.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Final
 from uuid import UUID
 
 from handoff_fsm.chart import ACKNOWLEDGEMENTS
-from handoff_fsm.chart_coverage import (
-    ChartCoverage,
-    chart_state_of,
-    chart_transitions,
-    coverage_totals,
-    event_of,
-    step_taken,
-)
 from handoff_fsm.coordinator import HandoffCoordinator
-from handoff_fsm.errors import HandoffErrorCode
-from handoff_fsm.invariants import (
-    START,
-    STATEMENTS,
-    Coordinator,
-    InputClass,
-    Invariant,
-    Observation,
-    Op,
-    Reply,
-    observe,
-    reply_of,
-)
+from handoff_fsm.engines.compiled import ChartState
 from handoff_fsm.model import (
     Canceled,
     DestinationReserved,
     Failed,
     HandoffActionOutcome,
-    HandoffCompletion,
     HandoffFact,
     HandoffOrder,
     HandoffTransferTiming,
@@ -67,9 +43,24 @@ from handoff_fsm.model import (
     TransferCompleted,
     TransferTimingMode,
 )
-from handoff_fsm.runtime import ChartState, compiled_chart
 from handoff_fsm.snapshot import HandoffSnapshot
-from handoff_fsm.wire import issued_from_wire
+from handoff_fsm.verify.coverage import (
+    ChartCoverage,
+    chart_state_of,
+    event_of,
+    step_taken,
+)
+from handoff_fsm.verify.invariants import (
+    START,
+    Coordinator,
+    InputClass,
+    Invariant,
+    Observation,
+    Op,
+    Reply,
+    observe,
+    reply_of,
+)
 
 Factory = Callable[[UUID, HandoffOrder], Coordinator]
 """``factory(handoff_id, order)``: a fresh coordinator to explore."""
@@ -299,7 +290,7 @@ class _Finding:
 
 
 @dataclass(slots=True)
-class _Graph:
+class StateGraph:
     """Everything one exploration learned."""
 
     order: HandoffOrder
@@ -322,10 +313,12 @@ class _Graph:
             self.first[invariant] = _Finding(node, op, message)
 
     def trace(self, node: _Node, op: Op | None) -> tuple[str, ...]:
-        return _trace(self.order, self.fallback, [*node.ops(), *([op] if op is not None else [])])
+        return trace_lines(
+            self.order, self.fallback, [*node.ops(), *([op] if op is not None else [])]
+        )
 
 
-def _trace(order: HandoffOrder, fallback: float, ops: Iterable[Op]) -> tuple[str, ...]:
+def trace_lines(order: HandoffOrder, fallback: float, ops: Iterable[Op]) -> tuple[str, ...]:
     new = {
         "coordinator": TRACE_KEY,
         "op": "new",
@@ -350,10 +343,10 @@ def _snapshot(coordinator: Coordinator) -> Hashable:
         return ("snapshot raised", type(error).__name__, str(error))
 
 
-def _explore(order: HandoffOrder, factory: Factory, max_states: int | None) -> _Graph:
+def explore_graph(order: HandoffOrder, factory: Factory, max_states: int | None) -> StateGraph:
     began = time.perf_counter()
     first = factory(HANDOFF_ID, order)
-    graph = _Graph(order, float(getattr(first, "fallback_transfer_delay_ms", 0.0)))
+    graph = StateGraph(order, float(getattr(first, "fallback_transfer_delay_ms", 0.0)))
     snapshot = _snapshot(first)
     root = _Node(0, snapshot, Observation(HANDOFF_ID, order), None, None, 0, None)
     root.chart_state = chart_state_of(snapshot)
@@ -445,7 +438,7 @@ def _state_findings(
     return []
 
 
-def _judge_liveness(graph: _Graph) -> None:
+def _judge_liveness(graph: StateGraph) -> None:
     """Report every explored state from which honest inputs cannot reach Complete."""
     nodes = graph.nodes
     predecessors: list[list[int]] = [[] for _ in nodes]
@@ -485,18 +478,18 @@ def explore(
     Breadth-first over the coordinator's snapshots (plus what an observer must
     remember), giving every input class in every state, so each violation comes
     with a shortest counterexample. ``factory`` may return any object with the
-    coordinator's methods (:class:`~handoff_fsm.invariants.Coordinator`).
+    coordinator's methods (:class:`~handoff_fsm.verify.invariants.Coordinator`).
     ``max_states`` bounds the states explored (the report then is not ``ok``).
     """
     order = HandoffOrder(order)
-    graph = _explore(order, factory, max_states)
+    graph = explore_graph(order, factory, max_states)
     ranked = sorted(graph.first.items(), key=lambda item: list(Invariant).index(item[0]))
     violations = tuple(
         Violation(
             invariant,
             finding.message,
             graph.trace(finding.node, finding.op),
-            _leaves(finding.node.snapshot),
+            leaves_of_snapshot(finding.node.snapshot),
         )
         for invariant, finding in ranked
     )
@@ -523,7 +516,7 @@ def explore(
     )
 
 
-def _checked(graph: _Graph, invariant: Invariant) -> int:
+def _checked(graph: StateGraph, invariant: Invariant) -> int:
     if invariant is Invariant.LIVENESS:
         return sum(1 for node in graph.nodes if node.expanded)
     if invariant is Invariant.DETERMINISTIC:
@@ -531,173 +524,5 @@ def _checked(graph: _Graph, invariant: Invariant) -> int:
     return graph.transitions
 
 
-def _leaves(snapshot: Hashable) -> tuple[str, ...]:
+def leaves_of_snapshot(snapshot: Hashable) -> tuple[str, ...]:
     return snapshot.state if type(snapshot) is HandoffSnapshot else ()
-
-
-# ---------------------------------------------------------------------- model-based paths
-
-
-@dataclass(frozen=True, slots=True)
-class ModelPath:
-    """A shortest input sequence to one reachable state, or through one compiled step.
-
-    ``replies`` and ``snapshot`` are what the explored model (the compiled engine)
-    answered: a test replays ``ops`` into either engine and expects the same.
-    """
-
-    name: str
-    order: HandoffOrder
-    ops: tuple[Op, ...]
-    replies: tuple[Reply, ...]
-    snapshot: HandoffSnapshot
-    chart_state: int
-    """Index of the compiled chart state the path ends in."""
-    step: tuple[int, str] | None
-    """The compiled step the last input takes (``None`` for a path to a state)."""
-
-    def trace(self) -> tuple[str, ...]:
-        """The path as ``handoff-fsm replay`` lines."""
-        return _trace(self.order, 0.0, self.ops)
-
-
-def model_paths(orders: Iterable[HandoffOrder] = tuple(HandoffOrder)) -> tuple[ModelPath, ...]:
-    """Shortest paths to every reachable coordinator state and through every step taken.
-
-    One path per state an exploration of the compiled engine reaches (so every
-    reachable chart state too) and one per compiled step some input takes (so
-    every declared transition, see :func:`~handoff_fsm.chart_coverage.step_transitions`).
-    """
-    paths: list[ModelPath] = []
-    for order in orders:
-        graph = _explore(order, HandoffCoordinator, None)
-        for node in graph.nodes:
-            name = f"{order.value}:state{node.index}:{'+'.join(_leaves(node.snapshot))}"
-            paths.append(_model_path(name, order, node.ops(), None))
-        for key, (node, op) in sorted(graph.steps.items()):
-            name = f"{order.value}:step{key[0]}:{key[1]}"
-            paths.append(_model_path(name, order, [*node.ops(), op], key))
-    return tuple(paths)
-
-
-def _model_path(
-    name: str, order: HandoffOrder, ops: list[Op], step: tuple[int, str] | None
-) -> ModelPath:
-    coordinator = HandoffCoordinator(HANDOFF_ID, order)
-    replies = tuple(reply_of(coordinator, op) for op in ops)
-    snapshot = coordinator.snapshot()
-    state = chart_state_of(snapshot)
-    assert state is not None
-    return ModelPath(name, order, tuple(ops), replies, snapshot, state.index, step)
-
-
-# ---------------------------------------------------------------------- auditing a replay
-
-
-def reply_from_wire(reply: dict[str, Any]) -> Reply:
-    """A parsed ``handoff-fsm replay`` reply as a :class:`~handoff_fsm.invariants.Reply`."""
-    completion = reply["completion"]
-    common: dict[str, Any] = {
-        "is_complete": reply["complete"],
-        "completion": None if completion is None else HandoffCompletion(completion),
-    }
-    if "error" in reply:
-        return Reply(error=HandoffErrorCode(reply["error"]["code"]), **common)
-    return Reply(actions=tuple(issued_from_wire(a) for a in reply["actions"]), **common)
-
-
-def audit(trace: Iterable[str], replies: Iterable[str]) -> list[tuple[Invariant, str]]:
-    """Judge a replayed one-coordinator trace by its replies alone.
-
-    Checks every invariant visible in the replies (not those that need the
-    coordinator's state or the whole state graph); returns ``(invariant, message)``
-    pairs, empty when the replies break nothing.
-    """
-    lines = [json.loads(line) for line in trace]
-    obs = Observation(UUID(lines[0]["handoff_id"]), HandoffOrder(lines[0]["order"]))
-    findings: list[tuple[Invariant, str]] = []
-    for line, reply in zip(lines[1:], list(replies)[1:], strict=True):
-        obs, found = observe(obs, Op.from_wire(line), reply_from_wire(json.loads(reply)))
-        findings += found
-    return findings
-
-
-# ---------------------------------------------------------------------- command line
-
-
-def cli_check(args: argparse.Namespace) -> int:
-    """``handoff-fsm check [--order SourceFirst|DestinationFirst|both] [--engine E] [--json]``."""
-    factory: Factory = partial(HandoffCoordinator, engine=args.engine)
-    orders = list(HandoffOrder) if args.order == "both" else [HandoffOrder(args.order)]
-    reports = [explore(order, factory=factory) for order in orders]
-    ok = all(report.ok for report in reports)
-    combined: ChartCoverage | None = None
-    for coverage in (report.coverage for report in reports if report.coverage is not None):
-        combined = coverage if combined is None else combined | coverage
-    if args.json:
-        result = {
-            "ok": ok,
-            "engine": args.engine,
-            "orders": [report.to_json() for report in reports],
-            "coverage": None if combined is None else combined.figures(orders),
-        }
-        print(json.dumps(result, indent=2))
-        return 0 if ok else 1
-    for report in reports:
-        _print_report(report)
-    if combined is not None:
-        print(f"{' + '.join(o.value for o in orders)}: {_coverage_line(combined, orders)}")
-        exhausted = all(report.exhausted for report in reports)
-        for line in _coverage_gaps(combined, orders, exhausted=exhausted):
-            print(f"  {line}")
-    print("OK: every invariant holds" if ok else "FAILED: see the counterexamples above")
-    return 0 if ok else 1
-
-
-def _coverage_line(coverage: ChartCoverage, orders: Iterable[HandoffOrder]) -> str:
-    figures = coverage.figures(orders)
-    return (
-        "{0[0]}/{0[1]} chart states, {1[0]}/{1[1]} compiled steps, "
-        "{2[0]}/{2[1]} declared chart transitions covered"
-    ).format(figures["chart_states"], figures["steps"], figures["transitions"])
-
-
-def _coverage_gaps(
-    coverage: ChartCoverage, orders: Iterable[HandoffOrder], *, exhausted: bool
-) -> list[str]:
-    totals = coverage_totals(orders)
-    lines = [
-        f"transition never fired: {chart_transitions()[i]}"
-        for i in sorted(totals.transitions - coverage.transitions)
-    ]
-    why = "unreachable (no explored input takes it)" if exhausted else "not reached"
-    states = compiled_chart().states
-    for source, event in sorted(totals.steps - coverage.steps):
-        state = states[source]
-        lines.append(f"step {event} in {state.order.value} ({', '.join(state.leaves)}): {why}")
-    return lines
-
-
-def _print_report(report: ExplorationReport) -> None:
-    write = sys.stdout.write
-    write(
-        f"{report.order.value}: {report.states} reachable states, {report.transitions} "
-        f"transitions explored, {report.rejected} inputs rejected, {len(report.verdicts)} "
-        f"invariants checked, max depth {report.max_depth}, {report.seconds:.2f} s"
-        + ("" if report.exhausted else " (NOT exhausted: max_states reached)")
-        + "\n"
-    )
-    if report.coverage is not None:
-        write(f"  coverage: {_coverage_line(report.coverage, [report.order])}\n")
-    width = max(len(v.invariant.value) for v in report.verdicts)
-    for verdict in report.verdicts:
-        status = "holds" if verdict.holds else f"VIOLATED ({verdict.violated}x)"
-        write(f"  {verdict.invariant.value:<{width}}  {verdict.checked:>6} checks  {status}\n")
-    for violation in report.violations:
-        write(f"\n  counterexample: {violation}\n")
-        write(f"    rule: {STATEMENTS[violation.invariant]}\n")
-        if violation.state:
-            write(f"    state: {', '.join(violation.state)}\n")
-        for line in violation.trace:
-            write(f"    {line}\n")
-    write("\n")

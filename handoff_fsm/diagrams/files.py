@@ -15,9 +15,9 @@ from typing import Final
 
 from handoff_fsm.chart import HandoffChart
 from handoff_fsm.diagrams.dot import statechart_dot
-from handoff_fsm.diagrams.graphviz import render, require
 from handoff_fsm.diagrams.mermaid import statechart_mermaid
 from handoff_fsm.diagrams.model import describe_chart
+from handoff_fsm.diagrams.render import render, require
 from handoff_fsm.diagrams.review import lifecycle_file, review_markdown, statechart_file
 from handoff_fsm.diagrams.scenarios import lifecycles
 from handoff_fsm.diagrams.sequence import sequence_dot, sequence_mermaid

@@ -2,7 +2,7 @@
 
 Rule kept here: no behaviour of its own. This module only declares the
 subcommands and their arguments; each runs a ``cli_<command>(args) -> int``
-function that lives beside the library code it drives and is imported only
+function in a module of this package (``cli/<command>.py``), imported only
 when used, so ``handoff-fsm --help`` starts fast. Exit statuses: 0 ok, 1 the
 checked thing failed, 2 usage or environment error.
 """
@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 _RUNNERS: dict[str, str] = {
-    "replay": "handoff_fsm.replay:cli_replay",
-    "diagrams": "handoff_fsm.diagrams:cli_diagrams",
-    "diagram": "handoff_fsm.diagrams:cli_diagram",
-    "review": "handoff_fsm.diagrams:cli_review",
-    "check": "handoff_fsm.explore:cli_check",
-    "simulate": "handoff_fsm.simulate:cli_simulate",
+    "replay": "handoff_fsm.cli.replay:cli_replay",
+    "diagrams": "handoff_fsm.cli.diagrams:cli_diagrams",
+    "diagram": "handoff_fsm.cli.diagrams:cli_diagram",
+    "review": "handoff_fsm.cli.diagrams:cli_review",
+    "check": "handoff_fsm.cli.check:cli_check",
+    "simulate": "handoff_fsm.cli.simulate:cli_simulate",
 }
 
 _ENGINES = ("compiled", "statechart")

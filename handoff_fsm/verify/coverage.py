@@ -32,10 +32,7 @@ from handoff_fsm.chart import (
     START,
     HandoffChart,
 )
-from handoff_fsm.errors import HandoffErrorCode
-from handoff_fsm.invariants import InputClass, Observation, Op, Reply
-from handoff_fsm.model import HandoffOrder
-from handoff_fsm.runtime import (
+from handoff_fsm.engines.compiled import (
     ChartState,
     Step,
     compiled_chart,
@@ -43,7 +40,10 @@ from handoff_fsm.runtime import (
     document_order,
     effect_names,
 )
+from handoff_fsm.errors import HandoffErrorCode
+from handoff_fsm.model import HandoffOrder
 from handoff_fsm.snapshot import HandoffSnapshot
+from handoff_fsm.verify.invariants import InputClass, Observation, Op, Reply
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +147,7 @@ def step_transitions() -> dict[tuple[int, str], frozenset[int]]:
 
     Asks the framework: each step is sent once through python-statemachine's
     interpreter, from the step's configuration and fields, with a listener (the
-    way :func:`~handoff_fsm.runtime.compile_chart` recorded it), and must land
+    way :func:`~handoff_fsm.engines.compiled.compile_chart` recorded it), and must land
     in the step's target.
     """
     compiled = compiled_chart()

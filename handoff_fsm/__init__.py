@@ -1,6 +1,11 @@
 """handoff-fsm: the prefill-to-decode KV-cache handoff as a declarative statechart.
 
-Public API only; see README.md. ``import handoff_fsm as hf``.
+Public API only (the protocol); see README.md. ``import handoff_fsm as hf``.
+
+Importing the package loads the protocol core and nothing else. The other layers
+are subpackages, imported when used: :mod:`handoff_fsm.io` (wire format, trace
+replay), :mod:`handoff_fsm.verify` (exploration, invariants, coverage),
+:mod:`handoff_fsm.diagrams`, :mod:`handoff_fsm.simulate`, :mod:`handoff_fsm.cli`.
 """
 
 from handoff_fsm.conformance import (
@@ -17,13 +22,6 @@ from handoff_fsm.errors import (
     OutcomeError,
     TraceError,
 )
-from handoff_fsm.explore import (
-    ExplorationReport,
-    InvariantVerdict,
-    Violation,
-    explore,
-)
-from handoff_fsm.invariants import Invariant
 from handoff_fsm.model import (
     ActivateDestination,
     Backend,
@@ -54,7 +52,6 @@ from handoff_fsm.model import (
     TransferCompleted,
     TransferTimingMode,
 )
-from handoff_fsm.replay import TraceReplayer, replay
 from handoff_fsm.snapshot import HandoffSnapshot, RecordedOutcome
 from handoff_fsm.timing import validate_transfer_delay_ms, validate_transfer_timing
 
@@ -71,7 +68,6 @@ __all__ = [
     "ConformanceError",
     "DestinationReserved",
     "Engine",
-    "ExplorationReport",
     "FactError",
     "Failed",
     "HandoffAction",
@@ -86,8 +82,6 @@ __all__ = [
     "HandoffOrder",
     "HandoffSnapshot",
     "HandoffTransferTiming",
-    "Invariant",
-    "InvariantVerdict",
     "IssuedHandoffAction",
     "NormalizedHandoffConformance",
     "NormalizedHandoffEvent",
@@ -102,14 +96,10 @@ __all__ = [
     "SubmitPrefill",
     "TimedOut",
     "TraceError",
-    "TraceReplayer",
     "TransferCompleted",
     "TransferTimingMode",
-    "Violation",
     "__version__",
     "expected_normalized_handoff",
-    "explore",
-    "replay",
     "validate_transfer_delay_ms",
     "validate_transfer_timing",
 ]

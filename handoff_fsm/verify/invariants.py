@@ -8,7 +8,7 @@ observer's memory is an :class:`Observation`, a small immutable value that the
 explorer keeps per state; :func:`observe` advances it by one input and its reply
 and reports every rule the reply broke. Rules that need the coordinator's state
 (a rejected input changes nothing) and the liveness rule (which needs the whole
-state graph) are judged by :mod:`handoff_fsm.explore`, with the names listed here.
+state graph) are judged by :mod:`handoff_fsm.verify.exploration`, with the names listed here.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from uuid import UUID
 
 from handoff_fsm.chart import ACKNOWLEDGEMENTS
 from handoff_fsm.errors import HandoffError, HandoffErrorCode
+from handoff_fsm.io.wire import fact_from_wire, fact_to_wire, outcome_from_wire, outcome_to_wire
 from handoff_fsm.model import (
     ActivateDestination,
     CancelDestination,
@@ -44,7 +45,6 @@ from handoff_fsm.model import (
     TransferCompleted,
 )
 from handoff_fsm.timing import validate_transfer_timing
-from handoff_fsm.wire import fact_from_wire, fact_to_wire, outcome_from_wire, outcome_to_wire
 
 
 class Invariant(StrEnum):
