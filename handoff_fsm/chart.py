@@ -79,16 +79,31 @@ class HandoffEffects(Protocol):
     def issue_complete(self) -> Any: ...
 
 
-REJECTIONS: Final[dict[str, HandoffErrorCode]] = {
-    "reject_source_held_before_submit": HandoffErrorCode.SOURCE_HELD_BEFORE_SUBMIT,
-    "reject_destination_reserved_before_accept": (
-        HandoffErrorCode.DESTINATION_RESERVED_BEFORE_ACCEPT
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """An input the chart turns down in some states: its error code and what to tell people."""
+
+    code: HandoffErrorCode
+    message: str
+
+
+REJECTIONS: Final[dict[str, Rejection]] = {
+    "reject_source_held_before_submit": Rejection(
+        HandoffErrorCode.SOURCE_HELD_BEFORE_SUBMIT,
+        "source held before prefill submission was acknowledged",
     ),
-    "reject_transfer_completed_before_scheduled": (
-        HandoffErrorCode.TRANSFER_COMPLETED_BEFORE_SCHEDULED
+    "reject_destination_reserved_before_accept": Rejection(
+        HandoffErrorCode.DESTINATION_RESERVED_BEFORE_ACCEPT,
+        "destination reserved before ownership was accepted",
+    ),
+    "reject_transfer_completed_before_scheduled": Rejection(
+        HandoffErrorCode.TRANSFER_COMPLETED_BEFORE_SCHEDULED,
+        "transfer completed before it was scheduled",
     ),
 }
-"""Validators that always raise: the event is an error in the states that name them."""
+"""Validators that always raise: the event is an error in the states whose transitions name them.
+
+The one table of these codes and messages: engines raise them, diagrams draw them."""
 
 VALIDATORS: Final = frozenset({"validate_transfer_timing", *REJECTIONS})
 """Effects that only check (and may raise); they always run before any other effect."""

@@ -3,66 +3,45 @@
 Rule kept here: every public call either returns the actions the chart issued,
 or raises and leaves the coordinator exactly as it was. All checks (types,
 handoff id, journal, validators) run before the first change; effects never
-fail. This module knows nothing of I/O, clocks or threads, and decides no
-control flow: the chart does (through the compiled table, or the framework's
-interpreter with ``engine="statechart"``).
+fail. The facade holds one private :class:`~handoff_fsm.run.HandoffRun`, the
+object the chart's effects act on, so no effect is callable from outside. This
+module knows nothing of I/O, clocks or threads, and decides no control flow: the
+chart does (through the compiled table, or the framework's interpreter with
+``engine="statechart"``).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+import warnings
+from typing import Any, Literal, get_args
 from uuid import UUID
 
-from pydantic import TypeAdapter
+from pydantic import ValidationError
 
-from handoff_fsm.chart import (
-    ACKNOWLEDGEMENTS,
-    FACT_EVENTS,
-    REJECTIONS,
-    START,
-    HandoffChart,
-)
+from handoff_fsm.chart import FACT_EVENTS, START, HandoffChart
+from handoff_fsm.consistency import Shape, reachable_shapes, same_float
 from handoff_fsm.engines.compiled import ChartState, compiled_chart
 from handoff_fsm.engines.statechart import LiveChartState, live_state
 from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error
 from handoff_fsm.journal import ActionJournal
 from handoff_fsm.model import (
-    ActivateDestination,
-    CancelDestination,
-    CancelSource,
-    Complete,
-    DestinationReserved,
-    HandoffAction,
     HandoffActionOutcome,
     HandoffCompletion,
     HandoffFact,
     HandoffOrder,
-    HandoffTransferTiming,
     IssuedHandoffAction,
-    ReleaseSource,
-    ReserveDestination,
-    SourceHeld,
     StartTransfer,
-    SubmitPrefill,
-    TransferTimingMode,
 )
+from handoff_fsm.run import HandoffRun, timing_inputs
 from handoff_fsm.snapshot import HandoffSnapshot, RecordedOutcome
-from handoff_fsm.timing import transfer_delay_ms, validate_transfer_timing
+from handoff_fsm.timing import validate_transfer_timing
 
 Engine = Literal["compiled", "statechart"]
+ENGINES: tuple[Engine, ...] = get_args(Engine)
 
-_UUID = TypeAdapter(UUID)
-_ORDER = TypeAdapter(HandoffOrder)
-_FLOAT = TypeAdapter(float, config={"strict": True})
 _FACT_EVENT: dict[type, str] = dict(FACT_EVENTS)
-_REJECTION_MESSAGES = {
-    "reject_source_held_before_submit": "source held before prefill submission was acknowledged",
-    "reject_destination_reserved_before_accept": (
-        "destination reserved before ownership was accepted"
-    ),
-    "reject_transfer_completed_before_scheduled": "transfer completed before it was scheduled",
-}
+_ORDERS = {order.value: order for order in HandoffOrder}
 
 
 class HandoffCoordinator:
@@ -71,18 +50,13 @@ class HandoffCoordinator:
     ``engine="compiled"`` (default) runs the table compiled from the chart;
     ``engine="statechart"`` runs python-statemachine's interpreter on the same
     chart (slow; for debugging and live diagrams). Both behave identically.
+    Mistakes in the arguments raise :class:`~handoff_fsm.ConfigurationError`
+    (``invalid_handoff_id``, ``invalid_order``, ``invalid_engine``, ``invalid_fallback``).
     """
 
-    __slots__ = ("_fallback", "_handoff_id", "_journal", "_order", "_state", "_timing", "_tokens")
+    __slots__ = ("_run",)
 
-    _handoff_id: UUID
-    _order: HandoffOrder
-    _fallback: float
-    _journal: ActionJournal
-    _state: ChartState | LiveChartState
-    _timing: _TimingInputs | None
-    """The held source's timing, unpacked: a live coordinator should not keep a model alive."""
-    _tokens: int | None
+    _run: HandoffRun
 
     def __init__(
         self,
@@ -92,34 +66,32 @@ class HandoffCoordinator:
         *,
         engine: Engine = "compiled",
     ) -> None:
-        self._handoff_id = (
-            handoff_id if type(handoff_id) is UUID else _UUID.validate_python(handoff_id)
-        )
-        self._order = order if type(order) is HandoffOrder else _ORDER.validate_python(order)
-        self._fallback = _checked_fallback(fallback_transfer_delay_ms, self._handoff_id)
-        self._journal = ActionJournal()
-        self._timing = None
-        self._tokens = None
-        initial = _initial_state(self._order)
-        self._state = initial if engine == "compiled" else live_state(self, engine, initial)
+        handoff_id = handoff_id if type(handoff_id) is UUID else _checked_handoff_id(handoff_id)
+        order = order if type(order) is HandoffOrder else _checked_order(order, handoff_id)
+        _check_engine(engine, handoff_id)
+        fallback = _checked_fallback(fallback_transfer_delay_ms, handoff_id)
+        run = HandoffRun(handoff_id, order, fallback, ActionJournal())
+        initial = _initial_state(order)
+        run.state = initial if engine == "compiled" else live_state(run, initial)
+        self._run = run
 
-    # ------------------------------------------------------------------ public API
+    # ------------------------------------------------------------------ reading
 
     @property
     def handoff_id(self) -> UUID:
-        return self._handoff_id
+        return self._run.handoff_id
 
     @property
     def order(self) -> HandoffOrder:
-        return self._order
+        return self._run.order
 
     @property
     def fallback_transfer_delay_ms(self) -> float:
-        return self._fallback
+        return self._run.fallback
 
     @property
     def engine(self) -> Engine:
-        return "compiled" if type(self._state) is ChartState else "statechart"
+        return "compiled" if type(self._run.state) is ChartState else "statechart"
 
     @property
     def chart(self) -> HandoffChart | None:
@@ -128,28 +100,31 @@ class HandoffCoordinator:
         For debugging: attach listeners (``chart.add_listener``) or draw the live
         configuration. Sending it events directly bypasses the coordinator's checks.
         """
-        state = self._state
+        state = self._run.state
         return state.chart if isinstance(state, LiveChartState) else None
 
     @property
     def is_complete(self) -> bool:
         """True once ``Complete`` was issued; every later input is answered with no actions."""
-        return self._state.is_complete
+        return self._run.state.is_complete
 
     @property
     def completion(self) -> HandoffCompletion | None:
         """``Success``, ``Canceled``, or ``None`` while the handoff is still running."""
-        return self._state.completion
+        return self._run.state.completion
 
     @property
     def state(self) -> tuple[str, ...]:
         """The chart's active atomic states, e.g. ``("held", "accepted", "transfer_idle")``."""
-        return self._state.leaves
+        return self._run.state.leaves
+
+    # ------------------------------------------------------------------ inputs
 
     def start(self) -> list[IssuedHandoffAction]:
         """Engage the first owner (by order). A second ``start`` issues nothing."""
-        step = self._state.steps.get(START)
-        return step(self, None) if step is not None else []
+        run = self._run
+        step = run.state.steps.get(START)
+        return step(run, None) if step is not None else []
 
     def on_fact(self, fact: HandoffFact) -> list[IssuedHandoffAction]:
         """Apply a fact; returns the actions it causes (possibly none)."""
@@ -159,15 +134,16 @@ class HandoffCoordinator:
                 "on_fact() takes a HandoffFact (SourceHeld, DestinationReserved, "
                 f"TransferCompleted, Failed, TimedOut, Canceled), not {type(fact).__name__}"
             )
+        run = self._run
         handoff_id = fact.handoff_id
-        if handoff_id is not self._handoff_id and handoff_id != self._handoff_id:
-            raise self._error(
+        if handoff_id is not run.handoff_id and handoff_id != run.handoff_id:
+            raise run.error(
                 HandoffErrorCode.FOREIGN_HANDOFF,
                 f"fact belongs to a different handoff: {type(fact).__name__} for "
-                f"{handoff_id}, this coordinator is {self._handoff_id}",
+                f"{handoff_id}, this coordinator is {run.handoff_id}",
             )
-        step = self._state.steps.get(event)
-        return step(self, fact) if step is not None else []
+        step = run.state.steps.get(event)
+        return step(run, fact) if step is not None else []
 
     def on_action_outcome(
         self, action_id: int, outcome: HandoffActionOutcome
@@ -177,35 +153,39 @@ class HandoffCoordinator:
             raise TypeError(f"action_id must be an int, not {type(action_id).__name__}")
         if type(outcome) is not HandoffActionOutcome:
             raise TypeError(f"outcome must be a HandoffActionOutcome, not {type(outcome).__name__}")
-        state = self._state
+        run = self._run
+        state = run.state
         if state.is_complete:
             return []  # late acknowledgements after completion are ignored
         try:
-            event = self._journal.acknowledge(action_id, outcome)
+            event = run.journal.acknowledge(action_id, outcome)
         except HandoffError as error:
-            raise self._with_context(error) from None
+            raise run.with_context(error) from None
         if event is None:
             return []  # an exact duplicate
         step = state.steps.get(event)
-        return step(self, None) if step is not None else []
+        return step(run, None) if step is not None else []
+
+    # ------------------------------------------------------------------ snapshots
 
     def snapshot(self) -> HandoffSnapshot:
         """Everything needed to continue this handoff later (see :meth:`restore`)."""
-        journal = self._journal
-        fields = self._state.fields
+        run = self._run
+        journal = run.journal
+        fields = run.state.fields
         return HandoffSnapshot(
-            handoff_id=self._handoff_id,
-            order=self._order,
-            fallback_transfer_delay_ms=self._fallback,
-            state=self._state.leaves,
+            handoff_id=run.handoff_id,
+            order=run.order,
+            fallback_transfer_delay_ms=run.fallback,
+            state=run.state.leaves,
             source_engaged=fields.source_engaged,
             destination_engaged=fields.destination_engaged,
             completion=fields.completion,
-            transfer_timing=None if self._timing is None else _timing_model(self._timing),
-            transferable_prompt_tokens=self._tokens,
+            transfer_timing=run.timing_model(),
+            transferable_prompt_tokens=run.tokens,
             next_action_id=journal.next_id,
             issued=tuple(
-                IssuedHandoffAction.trusted(i, self._rebuild(kind))
+                IssuedHandoffAction.trusted(i, run.rebuild(kind))
                 for i, kind in sorted(journal.issued.items())
             ),
             outcomes=tuple(
@@ -217,163 +197,111 @@ class HandoffCoordinator:
     def restore(
         cls, snapshot: HandoffSnapshot, *, engine: Engine = "compiled"
     ) -> HandoffCoordinator:
-        """A coordinator that continues exactly where ``snapshot`` was taken."""
-        if type(snapshot) is not HandoffSnapshot:
+        """A coordinator that continues exactly where ``snapshot`` was taken.
+
+        Accepts exactly the snapshots of reachable states (see
+        :mod:`handoff_fsm.consistency`); anything else is ``invalid_snapshot``.
+        """
+        if not isinstance(snapshot, HandoffSnapshot):
             raise TypeError(f"restore() takes a HandoffSnapshot, not {type(snapshot).__name__}")
-        chart_state = _check_snapshot(snapshot)
+        snapshot = _revalidated(snapshot)
+        _check_engine(engine, snapshot.handoff_id)
+        run, chart_state = _checked_run(snapshot)
+        run.state = chart_state if engine == "compiled" else live_state(run, chart_state)
         self = cls.__new__(cls)
-        self._handoff_id = snapshot.handoff_id
-        self._order = snapshot.order
-        self._fallback = snapshot.fallback_transfer_delay_ms
-        self._journal = ActionJournal(snapshot.next_action_id)
-        self._journal.issued = {issued.id: type(issued.action) for issued in snapshot.issued}
-        self._journal.outcomes = {rec.action_id: rec.outcome for rec in snapshot.outcomes}
-        timing = snapshot.transfer_timing
-        self._timing = None if timing is None else _timing_inputs(timing)
-        self._tokens = snapshot.transferable_prompt_tokens
-        for issued in snapshot.issued:
-            if issued.action != self._rebuild(type(issued.action)):
-                raise handoff_error(
-                    HandoffErrorCode.INVALID_SNAPSHOT,
-                    f"invalid snapshot: action {issued.id} ({issued.action!r}) is not the "
-                    "action this handoff issues there",
-                    handoff_id=snapshot.handoff_id,
-                    state=snapshot.state,
-                )
-        self._state = chart_state if engine == "compiled" else live_state(self, engine, chart_state)
+        self._run = run
         return self
+
+    # ------------------------------------------------------------------ copies
+
+    def __copy__(self) -> HandoffCoordinator:
+        """An independent coordinator in the same state (nothing is shared)."""
+        return type(self).restore(self.snapshot(), engine=self.engine)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> HandoffCoordinator:
+        return self.__copy__()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles through the snapshot, so a coordinator crosses process boundaries."""
+        return (_unpickle, (self.snapshot().model_dump_json(), self.engine))
 
     def __repr__(self) -> str:
         return (
-            f"HandoffCoordinator({self._handoff_id}, {self._order.value}, "
+            f"HandoffCoordinator({self.handoff_id}, {self.order.value}, "
             f"state={list(self.state)}, completion={self.completion})"
         )
 
-    # ------------------------------------------------------------------ chart effects
-    # The chart (chart.HandoffEffects) calls these; none of them may fail except the
-    # validators, which run before anything changes.
 
-    def validate_transfer_timing(self, fact: SourceHeld) -> None:
+def _unpickle(snapshot_json: str, engine: Engine) -> HandoffCoordinator:
+    return HandoffCoordinator.restore(
+        HandoffSnapshot.model_validate_json(snapshot_json), engine=engine
+    )
+
+
+# ---------------------------------------------------------------------- construction
+
+
+def _checked_handoff_id(value: object) -> UUID:
+    if isinstance(value, str):
         try:
-            validate_transfer_timing(fact.transfer_timing)
-        except HandoffError as error:
-            raise self._with_context(error) from None
-
-    def reject_source_held_before_submit(self) -> None:
-        self._reject("reject_source_held_before_submit")
-
-    def reject_destination_reserved_before_accept(self) -> None:
-        self._reject("reject_destination_reserved_before_accept")
-
-    def reject_transfer_completed_before_scheduled(self) -> None:
-        self._reject("reject_transfer_completed_before_scheduled")
-
-    def store_transfer_timing(self, fact: SourceHeld) -> None:
-        self._timing = _timing_inputs(fact.transfer_timing)
-
-    def store_transferable_tokens(self, fact: DestinationReserved) -> None:
-        self._tokens = fact.transferable_prompt_tokens
-
-    def issue_submit_prefill(self) -> IssuedHandoffAction:
-        return self._journal.issue(SubmitPrefill.issued_for(self._handoff_id))
-
-    def issue_reserve_destination(self) -> IssuedHandoffAction:
-        return self._journal.issue(ReserveDestination.issued_for(self._handoff_id))
-
-    def issue_start_transfer(self) -> IssuedHandoffAction:
-        return self._journal.issue(
-            StartTransfer.issued_with_delay(self._handoff_id, self._transfer_delay_ms())
-        )
-
-    def _transfer_delay_ms(self) -> float:
-        """The reference's ``delay_ms(transferable tokens).unwrap_or(fallback)``."""
-        timing = self._timing
-        tokens = self._tokens
-        if timing is None or tokens is None:  # excluded by the chart and by restore()
-            raise AssertionError("transfer started without timing or transferable tokens")
-        full_prompt, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes = timing
-        delay = transfer_delay_ms(
-            prompt_tokens if full_prompt else tokens,
-            kv_bytes_per_token,
-            bandwidth_gb_s,
-            state_bytes,
-        )
-        return self._fallback if delay is None else delay
-
-    def _rebuild(self, kind: type[HandoffAction]) -> HandoffAction:
-        """The action of this kind this handoff issued (actions are a function of its data)."""
-        if kind is StartTransfer:
-            return StartTransfer.issued_with_delay(self._handoff_id, self._transfer_delay_ms())
-        return kind.issued_for(self._handoff_id)
-
-    def issue_activate_destination(self) -> IssuedHandoffAction:
-        return self._journal.issue(ActivateDestination.issued_for(self._handoff_id))
-
-    def issue_release_source(self) -> IssuedHandoffAction:
-        return self._journal.issue(ReleaseSource.issued_for(self._handoff_id))
-
-    def issue_cancel_source(self) -> IssuedHandoffAction:
-        return self._journal.issue(CancelSource.issued_for(self._handoff_id))
-
-    def issue_cancel_destination(self) -> IssuedHandoffAction:
-        return self._journal.issue(CancelDestination.issued_for(self._handoff_id))
-
-    def issue_complete(self) -> IssuedHandoffAction:
-        issued = self._journal.issue(Complete.issued_for(self._handoff_id))
-        self._journal.clear()
-        return issued
-
-    # ------------------------------------------------------------------ errors
-
-    def _reject(self, validator: str) -> None:
-        raise self._error(
-            REJECTIONS[validator],
-            f"{_REJECTION_MESSAGES[validator]} (state: {', '.join(self.state)})",
-        )
-
-    def _error(self, code: HandoffErrorCode, message: str) -> HandoffError:
-        return handoff_error(code, message, handoff_id=self._handoff_id, state=self.state)
-
-    def _with_context(self, error: HandoffError) -> HandoffError:
-        error.handoff_id = self._handoff_id
-        error.state = self.state
-        return error
-
-
-# ---------------------------------------------------------------------- helpers
-
-_TimingInputs = tuple[bool, int, int | None, float | None, int]
-"""(full-prompt mode?, full_prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes)."""
-
-
-def _timing_inputs(timing: HandoffTransferTiming) -> _TimingInputs:
-    return (
-        timing.mode is TransferTimingMode.FULL_PROMPT,
-        timing.full_prompt_tokens,
-        timing.kv_bytes_per_token,
-        timing.bandwidth_gb_s,
-        timing.state_bytes,
+            return UUID(value)
+        except ValueError:
+            pass
+    raise handoff_error(
+        HandoffErrorCode.INVALID_HANDOFF_ID,
+        f"invalid handoff id {_shown(value)}: expected a uuid.UUID or its string form",
     )
 
 
-def _timing_model(inputs: _TimingInputs) -> HandoffTransferTiming:
-    full_prompt, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes = inputs
-    mode = TransferTimingMode.FULL_PROMPT if full_prompt else TransferTimingMode.DESTINATION_MISSING
-    return HandoffTransferTiming(
-        mode, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes
-    )
+def _checked_order(value: object, handoff_id: UUID) -> HandoffOrder:
+    order = _ORDERS.get(value) if isinstance(value, str) else None
+    if order is None:
+        raise handoff_error(
+            HandoffErrorCode.INVALID_ORDER,
+            f"invalid handoff order {_shown(value)}: expected one of "
+            f"{', '.join(_ORDERS)} (or a HandoffOrder)",
+            handoff_id=handoff_id,
+        )
+    return order
+
+
+def _check_engine(value: object, handoff_id: UUID) -> None:
+    if not (isinstance(value, str) and value in ENGINES):
+        raise handoff_error(
+            HandoffErrorCode.INVALID_ENGINE,
+            f"invalid engine {_shown(value)}: expected one of {', '.join(ENGINES)}",
+            handoff_id=handoff_id,
+        )
 
 
 def _checked_fallback(value: object, handoff_id: UUID) -> float:
     """Improvement over the reference: an unusable fallback fails at construction."""
-    number = value if type(value) is float else _FLOAT.validate_python(value)
+    if type(value) is float:
+        number = value
+    elif type(value) is int:
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+    else:
+        raise handoff_error(
+            HandoffErrorCode.INVALID_FALLBACK,
+            f"invalid fallback transfer delay {_shown(value)}: expected a float (ms)",
+            handoff_id=handoff_id,
+        )
     if not math.isfinite(number) or number < 0.0:
         raise handoff_error(
             HandoffErrorCode.INVALID_FALLBACK,
-            f"invalid fallback transfer delay {number!r} ms (must be finite and >= 0)",
+            f"invalid fallback transfer delay {_shown(value)} ms (must be finite and >= 0)",
             handoff_id=handoff_id,
         )
     return number
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    """``repr(value)``, cut short: an error message never echoes a huge input."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else "<huge int>"
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 _INITIAL: dict[HandoffOrder, ChartState] = {}
@@ -387,50 +315,94 @@ def _initial_state(order: HandoffOrder) -> ChartState:
     return state
 
 
-def _check_snapshot(snapshot: HandoffSnapshot) -> ChartState:
-    """The chart state a snapshot continues from; raises ``invalid_snapshot`` if it cannot."""
+# ---------------------------------------------------------------------- restore
 
-    def invalid(reason: str) -> HandoffError:
-        return handoff_error(
-            HandoffErrorCode.INVALID_SNAPSHOT,
-            f"invalid snapshot: {reason}",
-            handoff_id=snapshot.handoff_id,
-            state=snapshot.state,
-        )
 
-    fields = snapshot.chart_fields()
-    chart_state = compiled_chart().lookup(snapshot.state, fields)
-    if chart_state is None:
-        raise invalid(f"{list(snapshot.state)} with {fields} is not a reachable chart state")
+def _invalid(snapshot: HandoffSnapshot | None, reason: str) -> HandoffError:
+    return handoff_error(
+        HandoffErrorCode.INVALID_SNAPSHOT,
+        f"invalid snapshot: {reason}",
+        handoff_id=None if snapshot is None else snapshot.handoff_id,
+        state=None if snapshot is None else snapshot.state,
+    )
+
+
+def _revalidated(snapshot: HandoffSnapshot) -> HandoffSnapshot:
+    """The snapshot validated field by field (``model_construct``/``model_copy`` skip that)."""
+    try:
+        with warnings.catch_warnings():
+            # Dumping a snapshot built without validation warns about the raw values it holds.
+            warnings.simplefilter("ignore")
+            data = snapshot.model_dump(mode="python", round_trip=True)
+        return HandoffSnapshot.model_validate(data)
+    except (ValidationError, ValueError, TypeError, AttributeError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise _invalid(None, _shown(message, 200)) from None
+
+
+def _checked_run(snapshot: HandoffSnapshot) -> tuple[HandoffRun, ChartState]:
+    """The run a snapshot continues, and its chart state; ``invalid_snapshot`` if unreachable."""
     fallback = snapshot.fallback_transfer_delay_ms
     if not math.isfinite(fallback) or fallback < 0.0:
-        raise invalid(f"fallback transfer delay {fallback!r} ms is not finite and >= 0")
-    leaves = set(snapshot.state)
-    if leaves & {"held", "releasing", "released"} and snapshot.transfer_timing is None:
-        raise invalid("the source is held but no transfer timing is recorded")
-    if leaves & {"reserved", "activating", "activated"} and (
-        snapshot.transferable_prompt_tokens is None
-    ):
-        raise invalid("the destination is reserved but no transferable tokens are recorded")
-    issued = {}
-    for entry in snapshot.issued:
-        if entry.id >= snapshot.next_action_id or entry.id in issued:
-            raise invalid(f"action id {entry.id} is duplicated or not below next_action_id")
-        if entry.action.handoff_id != snapshot.handoff_id:
-            raise invalid(f"action {entry.id} belongs to handoff {entry.action.handoff_id}")
-        if type(entry.action) not in ACKNOWLEDGEMENTS:
-            raise invalid(f"action {entry.id} ({type(entry.action).__name__}) cannot be pending")
-        issued[entry.id] = entry.action
-    seen = set()
-    for record in snapshot.outcomes:
-        action = issued.get(record.action_id)
-        if action is None or record.action_id in seen:
-            raise invalid(f"outcome for unknown or repeated action {record.action_id}")
-        ack = ACKNOWLEDGEMENTS[type(action)]
-        acceptable = (
-            ack.may_fail if record.outcome.is_failed else record.outcome.kind in ack.accepted
+        raise _invalid(snapshot, f"fallback transfer delay {fallback!r} ms is not finite and >= 0")
+    chart_state = compiled_chart().lookup(snapshot.state, snapshot.chart_fields())
+    if chart_state is None or chart_state.order is not snapshot.order:
+        raise _invalid(
+            snapshot, f"{list(snapshot.state)} with {snapshot.chart_fields()} is not a chart state"
         )
-        if not acceptable:
-            raise invalid(f"outcome {record.outcome} cannot acknowledge {type(action).__name__}")
-        seen.add(record.action_id)
-    return chart_state
+    issued = {entry.id: entry for entry in snapshot.issued}
+    outcomes = {record.action_id: record.outcome for record in snapshot.outcomes}
+    if len(issued) != len(snapshot.issued) or len(outcomes) != len(snapshot.outcomes):
+        raise _invalid(snapshot, "an action id appears twice")
+    if not set(outcomes) <= set(issued):
+        raise _invalid(
+            snapshot, f"outcomes for actions never issued: {set(outcomes) - set(issued)}"
+        )
+    shape = Shape(
+        chart_state=chart_state.index,
+        next_action_id=snapshot.next_action_id,
+        journal=tuple(
+            (i, type(issued[i].action), outcomes[i].kind if i in outcomes else None)
+            for i in sorted(issued)
+        ),
+        timing_stored=snapshot.transfer_timing is not None,
+        tokens_stored=snapshot.transferable_prompt_tokens is not None,
+    )
+    if shape not in reachable_shapes():
+        raise _invalid(
+            snapshot,
+            "no sequence of inputs reaches this combination of chart state, issued actions, "
+            "outcomes, next_action_id and stored payloads",
+        )
+    timing = snapshot.transfer_timing
+    if timing is not None:
+        try:
+            validate_transfer_timing(timing)  # what the chart's validator checked when it arrived
+        except HandoffError as error:
+            raise _invalid(snapshot, f"stored transfer timing: {error.message}") from None
+    journal = ActionJournal(snapshot.next_action_id)
+    journal.issued = {i: type(entry.action) for i, entry in issued.items()}
+    journal.outcomes = outcomes
+    run = HandoffRun(
+        snapshot.handoff_id,
+        snapshot.order,
+        fallback,
+        journal,
+        None if timing is None else timing_inputs(timing),
+        snapshot.transferable_prompt_tokens,
+    )
+    for entry in snapshot.issued:
+        action = entry.action
+        expected = run.rebuild(type(action))
+        same = (
+            same_float(action.delay_ms, expected.delay_ms)
+            and action.handoff_id == expected.handoff_id
+            if isinstance(action, StartTransfer) and isinstance(expected, StartTransfer)
+            else action == expected
+        )
+        if not same:
+            raise _invalid(
+                snapshot,
+                f"action {entry.id} ({action!r}) is not the action this handoff issues there",
+            )
+    return run, chart_state

@@ -31,6 +31,10 @@ class HandoffErrorCode(StrEnum):
     CLEANUP_ACTION_FAILED = "cleanup_action_failed"
     INVALID_OUTCOME = "invalid_outcome"
     # Configuration of a coordinator.
+    INVALID_HANDOFF_ID = "invalid_handoff_id"
+    INVALID_ORDER = "invalid_order"
+    INVALID_REVISION = "invalid_revision"
+    INVALID_ENGINE = "invalid_engine"
     INVALID_FALLBACK = "invalid_fallback"
     INVALID_SNAPSHOT = "invalid_snapshot"
     # Conformance records (NormalizedHandoffConformance.validate).
@@ -119,8 +123,17 @@ _ERROR_CLASS: dict[HandoffErrorCode, type[HandoffError]] = {
         ),
         OutcomeError,
     ),
-    HandoffErrorCode.INVALID_FALLBACK: ConfigurationError,
-    HandoffErrorCode.INVALID_SNAPSHOT: ConfigurationError,
+    **dict.fromkeys(
+        (
+            HandoffErrorCode.INVALID_HANDOFF_ID,
+            HandoffErrorCode.INVALID_ORDER,
+            HandoffErrorCode.INVALID_REVISION,
+            HandoffErrorCode.INVALID_ENGINE,
+            HandoffErrorCode.INVALID_FALLBACK,
+            HandoffErrorCode.INVALID_SNAPSHOT,
+        ),
+        ConfigurationError,
+    ),
     **dict.fromkeys(
         (
             HandoffErrorCode.UNSUPPORTED_BACKEND,

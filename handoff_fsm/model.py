@@ -85,7 +85,12 @@ class OutcomeKind(StrEnum):
 class _Value(BaseModel):
     """Frozen, closed value: unknown fields are an error, never silently dropped."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", revalidate_instances="never")
+    # NaN and infinities (a transfer delay can be infinite) are written as the wire
+    # format's literals NaN/Infinity/-Infinity, which pydantic reads back; the default
+    # would write null and lose the value.
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", revalidate_instances="never", ser_json_inf_nan="constants"
+    )
 
 
 _ModelT = TypeVar("_ModelT", bound=BaseModel)

@@ -8,7 +8,9 @@ coordinator's job, on :meth:`HandoffCoordinator.restore`.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, Final, Literal
+
+from pydantic import field_validator
 
 from handoff_fsm.chart import ChartFields
 from handoff_fsm.model import (
@@ -37,6 +39,7 @@ class HandoffSnapshot(_Value):
     """Everything a :class:`~handoff_fsm.HandoffCoordinator` knows, at one moment."""
 
     version: Literal[1] = SNAPSHOT_VERSION
+    """Format version; exactly the integer 1 (``true`` or ``1.0`` are refused)."""
     handoff_id: HandoffId
     order: HandoffOrder
     fallback_transfer_delay_ms: F64
@@ -52,6 +55,13 @@ class HandoffSnapshot(_Value):
     """Actions issued and not yet forgotten (the journal is cleared on completion), by id."""
     outcomes: tuple[RecordedOutcome, ...]
     """Accepted outcomes, by action id."""
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _integer_version(cls, value: Any) -> Any:
+        if type(value) is not int:
+            raise ValueError(f"version must be the integer {SNAPSHOT_VERSION}")
+        return value
 
     def chart_fields(self) -> ChartFields:
         """The chart's declared fields this snapshot records (with ``state``, its chart state)."""

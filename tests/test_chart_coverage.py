@@ -96,8 +96,8 @@ def test_every_compiled_step_maps_to_the_transitions_the_framework_fires() -> No
 def test_listener_on_a_live_statechart_engine_sees_the_same_transitions() -> None:
     coordinator = HandoffCoordinator(ID, HandoffOrder.SOURCE_FIRST, engine="statechart")
     listener = FiredTransitions()
-    live: Any = coordinator._state
-    live.chart.add_listener(listener)
+    chart: Any = coordinator.chart
+    chart.add_listener(listener)
     steps: list[tuple[int, str]] = []
     obs = Observation(ID, HandoffOrder.SOURCE_FIRST)
     for op in [

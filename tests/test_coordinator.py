@@ -815,7 +815,16 @@ def test_every_rejected_call_leaves_the_coordinator_unchanged(engine: Engine) ->
         with pytest.raises(HandoffError) as again:
             call(coordinator)  # type: ignore[operator]
         assert again.value.code is code
-    covered = set(cases) | {HandoffErrorCode.INVALID_FALLBACK, HandoffErrorCode.INVALID_SNAPSHOT}
+    # Construction and restore codes create no coordinator to leave unchanged; they
+    # are tested in test_coordinator_facade.py and test_snapshot.py.
+    covered = set(cases) | {
+        HandoffErrorCode.INVALID_HANDOFF_ID,
+        HandoffErrorCode.INVALID_ORDER,
+        HandoffErrorCode.INVALID_REVISION,
+        HandoffErrorCode.INVALID_ENGINE,
+        HandoffErrorCode.INVALID_FALLBACK,
+        HandoffErrorCode.INVALID_SNAPSHOT,
+    }
     coordinator_codes = {
         code
         for code in HandoffErrorCode

@@ -7,7 +7,8 @@ import pytest
 from handoff_fsm.chart import REJECTIONS, VALIDATORS, HandoffChart
 from handoff_fsm.diagrams import EdgeKind, StateKind, describe_chart
 from handoff_fsm.diagrams.model import action_of, effect_text, word_guard
-from handoff_fsm.engines.compiled import document_order, effect_names
+from handoff_fsm.engines.compiled import document_order
+from handoff_fsm.engines.harness import effect_names
 from handoff_fsm.model import ACTION_TYPES, HandoffCompletion
 from handoff_fsm.verify.coverage import chart_transitions
 
@@ -79,7 +80,7 @@ def test_rejections_carry_their_error_codes() -> None:
     for edge in rejections:
         assert edge.source == edge.target
         assert edge.actions == ()
-        assert edge.rejection is REJECTIONS[edge.validators[0]]
+        assert edge.rejection is REJECTIONS[edge.validators[0]].code
     assert {e.validators for e in model.edges if e.validators and e.rejection is None} == {
         ("validate_transfer_timing",)
     }

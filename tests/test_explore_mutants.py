@@ -42,6 +42,7 @@ from handoff_fsm import (
 from handoff_fsm.io import TraceReplayer, replay
 from handoff_fsm.journal import ActionJournal
 from handoff_fsm.model import HandoffAction
+from handoff_fsm.run import HandoffRun
 from handoff_fsm.verify.exploration import (
     HANDOFF_ID,
     TRACE_KEY,
@@ -169,7 +170,7 @@ class AcceptsConflictingOutcome(HandoffCoordinator):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._journal = _LastWordJournal()
+        self._run.journal = _LastWordJournal()
 
 
 class StartsTransferBeforeReserved(Bent):
@@ -209,7 +210,7 @@ class RecordsBeforeValidating(HandoffCoordinator):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._journal = _RecordFirstJournal()
+        self._run.journal = _RecordFirstJournal()
 
 
 class DropsCancelDestination(Bent):
@@ -236,11 +237,19 @@ class IgnoresTimeoutInFlight(Bent):
         return self.inner.on_fact(fact)
 
 
+class _CancelingRun(HandoffRun):
+    __slots__ = ()
+
+    def issue_release_source(self) -> IssuedHandoffAction:
+        return self.journal.issue(CancelSource.issued_for(self.handoff_id))
+
+
 class CancelsInsteadOfReleasing(HandoffCoordinator):
     """Issues CancelSource where the successful path releases the source."""
 
-    def issue_release_source(self) -> IssuedHandoffAction:
-        return self._journal.issue(CancelSource.issued_for(self.handoff_id))
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._run.__class__ = _CancelingRun
 
 
 class _ZeroCompleteJournal(ActionJournal):
@@ -258,7 +267,7 @@ class ReusesActionIds(HandoffCoordinator):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._journal = _ZeroCompleteJournal()
+        self._run.journal = _ZeroCompleteJournal()
 
 
 class TransfersForAnotherHandoff(Bent):
@@ -297,7 +306,7 @@ class RejectsDuplicates(HandoffCoordinator):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._journal = _StrictDuplicateJournal()
+        self._run.journal = _StrictDuplicateJournal()
 
 
 class _KeyErrorJournal(ActionJournal):
@@ -314,7 +323,7 @@ class CrashesOnUnknownAction(HandoffCoordinator):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._journal = _KeyErrorJournal()
+        self._run.journal = _KeyErrorJournal()
 
 
 class SharesStartsAcrossInstances(Bent):

@@ -38,13 +38,10 @@ STEP_PATHS = [path for path in PATHS if path.step is not None]
 
 
 def _listen(coordinator: HandoffCoordinator) -> FiredTransitions:
-    """Attach a listener to the chart a statechart-engine coordinator runs.
-
-    The coordinator has no public hook for this; its live chart is reached here.
-    """
+    """Attach a listener to the live chart a statechart-engine coordinator runs."""
     listener = FiredTransitions()
-    live: Any = coordinator._state
-    live.chart.add_listener(listener)
+    chart: Any = coordinator.chart
+    chart.add_listener(listener)
     return listener
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from handoff_fsm import HandoffOrder
 from handoff_fsm.chart import INPUT_EVENTS, VALIDATORS, HandoffChart
-from handoff_fsm.engines.compiled import compile_chart, compiled_chart, effect_names
+from handoff_fsm.engines.compiled import compile_chart, compiled_chart
+from handoff_fsm.engines.harness import effect_names
 
 
 def test_every_reachable_chart_state_is_compiled() -> None:

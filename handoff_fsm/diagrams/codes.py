@@ -44,6 +44,14 @@ _DESCRIPTIONS: Final[dict[HandoffErrorCode, str]] = {
     "is a no-op).",
     _C.CLEANUP_ACTION_FAILED: "A cleanup action reports `Failed(..)`.",
     _C.INVALID_OUTCOME: "An outcome the action cannot have.",
+    _C.INVALID_HANDOFF_ID: "A coordinator is built with a handoff id that is not a UUID "
+    "(or its canonical string form).",
+    _C.INVALID_ORDER: "A coordinator is built with an order that is not `SourceFirst` or "
+    "`DestinationFirst`.",
+    _C.INVALID_REVISION: "A coordinator is built with a protocol revision the library does "
+    "not know.",
+    _C.INVALID_ENGINE: "A coordinator is built or restored with an engine other than "
+    "`compiled` or `statechart`.",
     _C.INVALID_FALLBACK: "`fallback_transfer_delay_ms` is negative, NaN or infinite "
     "(construction, `restore`, trace `new`).",
     _C.INVALID_SNAPSHOT: "`restore()` gets a snapshot that is no reachable chart state, or whose "

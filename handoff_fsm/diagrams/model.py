@@ -309,7 +309,7 @@ def _edge(
     effects = tuple(
         str(c.func) for c in transition.on if not c.is_convention and isinstance(c.func, str)
     )
-    rejection = next((REJECTIONS[name] for name in validators if name in REJECTIONS), None)
+    rejection = next((REJECTIONS[name].code for name in validators if name in REJECTIONS), None)
     if rejection is not None:
         kind = EdgeKind.REJECTION
     elif any(event.startswith("done.state.") for event in events):

@@ -30,7 +30,7 @@ from handoff_fsm.io.wire import fact_from_wire, outcome_from_wire
 from handoff_fsm.model import HandoffCompletion, HandoffOrder
 from handoff_fsm.verify.coverage import chart_state_of, rejection_transition, step_transitions
 
-_REJECTION_CODES = frozenset(REJECTIONS.values())
+_REJECTION_CODES = frozenset(rejection.code for rejection in REJECTIONS.values())
 
 
 @dataclass(frozen=True, slots=True)

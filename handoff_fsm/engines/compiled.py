@@ -13,7 +13,6 @@ event data only reaches validators and effects (see :mod:`handoff_fsm.chart`).
 
 from __future__ import annotations
 
-import inspect
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,16 +26,24 @@ from handoff_fsm.chart import (
     FACT_EVENTS,
     INPUT_EVENTS,
     PAYLOAD,
-    REJECTIONS,
     VALIDATORS,
     ChartFields,
     HandoffChart,
-    HandoffEffects,
+)
+from handoff_fsm.engines.harness import (
+    Rejected,
+    effect_parameters,
+    effects_model,
+    rejecting,
+    returns_action,
 )
 from handoff_fsm.model import HandoffCompletion, HandoffOrder
 
 StepFunction = Callable[[Any, Any], list[Any]]
-"""``step(coordinator, payload) -> issued actions``; raises (changing nothing) on rejection."""
+"""``step(run, payload) -> issued actions``; raises (changing nothing) on rejection.
+
+``run`` is the handoff's :class:`~handoff_fsm.run.HandoffRun` (the chart's effects and
+the ``state`` they move), never the public coordinator."""
 
 
 @dataclass(eq=False)
@@ -123,52 +130,14 @@ def leaves_of(
     return tuple(s for s in configuration if s in atomic)
 
 
-def effect_names() -> tuple[str, ...]:
-    """Every effect the chart may call on its model (the :class:`HandoffEffects` methods)."""
-    return tuple(
-        name
-        for name, value in vars(HandoffEffects).items()
-        if callable(value) and not name.startswith("_")
-    )
+def _record(model: Any, name: str, _args: tuple[Any, ...]) -> None:
+    model.log.append(name)
+    if rejecting(name):
+        raise Rejected(name)
 
 
-def _takes_payload(name: str) -> bool:
-    return len(inspect.signature(getattr(HandoffEffects, name)).parameters) > 1
-
-
-def _returns_action(name: str) -> bool:
-    return inspect.signature(getattr(HandoffEffects, name)).return_annotation not in (
-        None,
-        "None",
-    )
-
-
-class _Rejected(Exception):  # noqa: N818 - a signal, not an error
-    """Raised by the recorder's rejecting validators, as the real ones raise at run time."""
-
-
-class _Recorder:
-    """A model for the chart that records the names of the effects it is asked for."""
-
-    def __init__(self) -> None:
-        self.log: list[str] = []
-        self.state: Any = None
-
-
-def _recording(name: str) -> Callable[..., None]:
-    rejects = name in REJECTIONS
-
-    def record(self: _Recorder, *_args: Any, **_kwargs: Any) -> None:
-        self.log.append(name)
-        if rejects:
-            raise _Rejected(name)
-
-    record.__name__ = name
-    return record
-
-
-for _name in effect_names():
-    setattr(_Recorder, _name, _recording(_name))
+_Recorder = effects_model("_Recorder", _record)
+"""A model for the chart that records the names of the effects it is asked for."""
 
 
 # ---------------------------------------------------------------- compilation
@@ -184,6 +153,7 @@ def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
     the complete transition table of the chart, with generated step functions.
     """
     recorder = _Recorder()
+    recorder.log = []
 
     def key_of(sm: HandoffChart) -> tuple[tuple[str, ...], ChartFields]:
         return configuration_of(sm), sm.fields()
@@ -214,7 +184,7 @@ def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
     machines: dict[bool, HandoffChart] = {}
     initial: dict[HandoffOrder, ChartState] = {}
     for order in HandoffOrder:
-        sm = chart(recorder, order)  # type: ignore[arg-type]
+        sm = chart(recorder, order)
         machines[order is HandoffOrder.SOURCE_FIRST] = sm
         initial[order] = intern(key_of(sm))
     if recorder.log:
@@ -225,14 +195,14 @@ def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
         for event in INPUT_EVENTS:
             sm = machines[source.fields.source_first]
             if sm.is_terminated:  # a final configuration stops the framework's engine
-                sm = chart(recorder, source.order)  # type: ignore[arg-type]
+                sm = chart(recorder, source.order)
                 machines[source.fields.source_first] = sm
             recorder.state = OrderedSet(source.configuration)
             sm.load_fields(source.fields)
             recorder.log.clear()
             try:
                 sm.send(event, **(_FACT_PAYLOAD if event in _FACT_EVENT_NAMES else {}))
-            except _Rejected:
+            except Rejected:
                 if sm.is_terminated or recorder.log[-1:] != recorder.log[:1]:
                     raise AssertionError(
                         f"{event}: rejected after effects: {recorder.log}"
@@ -264,14 +234,14 @@ def _bind_steps(compiled: CompiledChart) -> None:
 
 def _generate(step: Step, target: ChartState) -> StepFunction:
     def call(name: str) -> str:
-        return f"c.{name}(data)" if _takes_payload(name) else f"c.{name}()"
+        return f"c.{name}(data)" if effect_parameters(name) else f"c.{name}()"
 
     lines = ["def step(c, data):"]
     lines += [f"    {call(name)}" for name in step.validators]
-    lines.append("    c._state = TARGET")
+    lines.append("    c.state = TARGET")
     issued: list[str] = []
     for name in step.effects:
-        if _returns_action(name):
+        if returns_action(name):
             issued.append(f"a{len(issued)}")
             lines.append(f"    {issued[-1]} = {call(name)}")
         else:

@@ -4,29 +4,22 @@ Rule kept here: this engine adds no behaviour. It gives the coordinator the same
 face as a compiled :class:`~handoff_fsm.engines.compiled.ChartState` (``steps``,
 ``is_complete``, ``completion``, ``leaves``, ``fields``), but each step sends the
 event to a live :class:`~handoff_fsm.chart.HandoffChart`, whose model forwards
-every effect to the coordinator. Slow (the framework runs per event); for
-debugging, listeners and live diagrams. Both engines agree on every reachable
-input (``tests/test_engines.py``).
+every effect to the handoff's :class:`~handoff_fsm.run.HandoffRun`. Slow (the
+framework runs per event); for debugging, listeners and live diagrams. Both
+engines agree on every reachable input (``tests/test_engines.py``).
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from handoff_fsm.chart import PAYLOAD, ChartFields, HandoffChart, HandoffEffects
-from handoff_fsm.engines.compiled import (
-    ChartState,
-    StepFunction,
-    configuration_of,
-    effect_names,
-    leaves_of,
-)
-from handoff_fsm.model import HandoffCompletion, IssuedHandoffAction
+from handoff_fsm.chart import PAYLOAD, ChartFields, HandoffChart
+from handoff_fsm.engines.compiled import ChartState, StepFunction, configuration_of, leaves_of
+from handoff_fsm.engines.harness import effects_model
+from handoff_fsm.model import HandoffCompletion
 
 if TYPE_CHECKING:
-    from handoff_fsm.coordinator import HandoffCoordinator
+    from handoff_fsm.run import HandoffRun
 
 
 class LiveChartState:
@@ -34,12 +27,12 @@ class LiveChartState:
 
     It offers what the facade reads from a compiled :class:`ChartState`
     (``steps``, ``is_complete``, ``completion``, ``leaves``, ``fields``), read live
-    from a :class:`HandoffChart` instance whose model is an :class:`_EffectsAdapter`.
+    from a :class:`HandoffChart` instance whose model forwards effects to the run.
     """
 
     __slots__ = ("adapter", "chart", "steps")
 
-    def __init__(self, chart: HandoffChart, adapter: _EffectsAdapter) -> None:
+    def __init__(self, chart: HandoffChart, adapter: Any) -> None:
         self.chart = chart
         self.adapter = adapter
         self.steps = _SendSteps()
@@ -77,57 +70,35 @@ class _SendSteps:
 
 
 def _sending(event: str) -> StepFunction:
-    def step(coordinator: HandoffCoordinator, payload: Any) -> list[Any]:
-        live = coordinator._state
+    def step(run: HandoffRun, payload: Any) -> list[Any]:
+        live = run.state
         assert isinstance(live, LiveChartState)
-        live.adapter.outbox = []
+        outbox: list[Any] = []
+        live.adapter.outbox = outbox
         live.chart.send(event, **({PAYLOAD: payload} if payload is not None else {}))
-        return live.adapter.outbox
+        return outbox
 
     return step
 
 
-class _EffectsAdapter:
-    """The framework's model: forwards each effect to the coordinator, collects actions."""
-
-    def __init__(self, coordinator: HandoffCoordinator) -> None:
-        self.coordinator = coordinator
-        self.outbox: list[IssuedHandoffAction] = []
-        self.configuration: Any = None  # the framework's state field
+def _forward(adapter: Any, name: str, args: tuple[Any, ...]) -> None:
+    """Run the effect on the handoff; collect the action it issued, if any."""
+    result = getattr(adapter.run, name)(*args)
+    if result is not None:
+        adapter.outbox.append(result)
 
 
-def _forwarding(name: str) -> Callable[..., None]:
-    def forward(self: _EffectsAdapter, *args: Any, **kwargs: Any) -> None:
-        result = getattr(self.coordinator, name)(*args, **kwargs)
-        if result is not None:
-            self.outbox.append(result)
-
-    forward.__name__ = name
-    return forward
+_EffectsAdapter = effects_model("_EffectsAdapter", _forward, state_field="configuration")
+"""The framework's model: forwards each effect to the :class:`HandoffRun`, collects actions."""
 
 
-def _install_forwarders() -> None:
-    for name in effect_names():
-        parameters = list(inspect.signature(getattr(HandoffEffects, name)).parameters)[1:]
-        forward = _forwarding(name)
-        # The framework injects arguments by parameter name, reading the signature of
-        # the bound method and caching it by qualified name: declare both.
-        forward.__qualname__ = f"_EffectsAdapter.{name}"
-        forward.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in parameters]
-        )
-        setattr(_EffectsAdapter, name, forward)
-
-
-_install_forwarders()
-
-
-def live_state(coordinator: HandoffCoordinator, engine: str, start: ChartState) -> LiveChartState:
-    if engine != "statechart":
-        raise ValueError(f"engine must be 'compiled' or 'statechart', not {engine!r}")
-    adapter = _EffectsAdapter(coordinator)
+def live_state(run: HandoffRun, start: ChartState) -> LiveChartState:
+    """Run ``run`` on the framework's interpreter, starting in compiled state ``start``."""
+    adapter = _EffectsAdapter()
+    adapter.run = run
+    adapter.outbox = []
     chart = HandoffChart(
-        adapter,  # type: ignore[arg-type]
+        adapter,
         start.order,
         fields=start.fields,
         configuration=start.configuration,

@@ -15,7 +15,7 @@ mapped through :func:`step_transitions`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -38,8 +38,8 @@ from handoff_fsm.engines.compiled import (
     compiled_chart,
     configuration_of,
     document_order,
-    effect_names,
 )
+from handoff_fsm.engines.harness import Rejected, effects_model, rejecting
 from handoff_fsm.errors import HandoffErrorCode
 from handoff_fsm.model import HandoffOrder
 from handoff_fsm.snapshot import HandoffSnapshot
@@ -110,35 +110,21 @@ def rejection_transition(leaves: Iterable[str], event: str, code: HandoffErrorCo
         for t in chart_transitions()
         if t.source in active
         and event in t.events
-        and any(REJECTIONS.get(v) is code for v in t.validators)
+        and any(v in REJECTIONS and REJECTIONS[v].code is code for v in t.validators)
     ]
     if len(matches) > 1:
         raise AssertionError(f"{event} is rejected by several transitions: {matches}")
     return matches[0] if matches else None
 
 
-class _Rejected(Exception):  # noqa: N818 - a signal, not an error
-    """What the quiet model's rejecting validators raise, as the real ones do."""
+def _quiet(_model: Any, name: str, _args: tuple[Any, ...]) -> None:
+    """Effects do nothing; a rejecting validator raises, as the real ones do."""
+    if rejecting(name):
+        raise Rejected(name)
 
 
-class _QuietModel:
-    """A model for the chart whose effects do nothing (rejecting validators raise)."""
-
-    def __init__(self) -> None:
-        self.state: Any = None
-
-
-def _quiet(name: str) -> Callable[..., None]:
-    def effect(self: _QuietModel, *_args: Any, **_kwargs: Any) -> None:
-        if name in REJECTIONS:
-            raise _Rejected(name)
-
-    effect.__name__ = name
-    return effect
-
-
-for _name in effect_names():
-    setattr(_QuietModel, _name, _quiet(_name))
+_QuietModel = effects_model("_QuietModel", _quiet)
+"""A model for the chart whose effects do nothing."""
 
 
 @cache
@@ -159,7 +145,7 @@ def step_transitions() -> dict[tuple[int, str], frozenset[int]]:
         state = compiled.states[step.source]
         chart = charts.get(state.order)
         if chart is None or chart.is_terminated:  # a final configuration stops the framework
-            chart = charts[state.order] = HandoffChart(model, state.order)  # type: ignore[arg-type]
+            chart = charts[state.order] = HandoffChart(model, state.order)
             chart.add_listener(listener)  # type: ignore[no-untyped-call]
         model.state = OrderedSet(state.configuration)
         chart.load_fields(state.fields)
@@ -167,8 +153,9 @@ def step_transitions() -> dict[tuple[int, str], frozenset[int]]:
         payload = {PAYLOAD: None} if step.event in FACT_EVENTS.values() else {}
         try:
             chart.send(step.event, **payload)
-        except _Rejected as rejected:
-            index = rejection_transition(state.leaves, step.event, REJECTIONS[str(rejected)])
+        except Rejected as rejected:
+            rejection = REJECTIONS[rejected.validator]
+            index = rejection_transition(state.leaves, step.event, rejection.code)
             if index is None:
                 raise AssertionError(f"no declared transition rejects {step}") from None
             listener.fired.add(index)
@@ -215,7 +202,7 @@ def step_taken(state: ChartState, event: str | None, reply: Reply) -> Step | Non
     if step is None or not reply.rejected:
         return step
     rejecting = bool(step.validators) and all(
-        REJECTIONS.get(v) is reply.error for v in step.validators
+        v in REJECTIONS and REJECTIONS[v].code is reply.error for v in step.validators
     )
     return step if rejecting else None
 

@@ -1,0 +1,195 @@
+"""HandoffRun: one handoff's mutable state, and the chart's effects on it.
+
+Rule kept here: this is the object the chart acts on. It implements
+:class:`~handoff_fsm.chart.HandoffEffects` (validators that may raise before
+anything changes, then plain, replayable effects) and holds everything those
+effects read or write: the chart state, the journal, the stored payloads. The
+engines' steps receive a run, never the public coordinator, so no chart effect is
+reachable from :class:`~handoff_fsm.HandoffCoordinator`'s API. Nothing here
+decides control flow: the chart does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from handoff_fsm.chart import REJECTIONS
+from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error
+from handoff_fsm.journal import ActionJournal
+from handoff_fsm.model import (
+    ActivateDestination,
+    CancelDestination,
+    CancelSource,
+    Complete,
+    DestinationReserved,
+    HandoffAction,
+    HandoffOrder,
+    HandoffTransferTiming,
+    IssuedHandoffAction,
+    ReleaseSource,
+    ReserveDestination,
+    SourceHeld,
+    StartTransfer,
+    SubmitPrefill,
+    TransferTimingMode,
+)
+from handoff_fsm.timing import transfer_delay_ms, validate_transfer_timing
+
+if TYPE_CHECKING:
+    from handoff_fsm.engines.compiled import ChartState
+    from handoff_fsm.engines.statechart import LiveChartState
+
+TimingInputs = tuple[bool, int, int | None, float | None, int]
+"""(full-prompt mode?, full_prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes).
+
+The held source's timing, unpacked: a live handoff should not keep a model alive."""
+
+
+class HandoffRun:
+    """The state of one handoff and the effects the chart performs on it."""
+
+    __slots__ = ("fallback", "handoff_id", "journal", "order", "state", "timing", "tokens")
+
+    handoff_id: UUID
+    order: HandoffOrder
+    fallback: float
+    journal: ActionJournal
+    state: ChartState | LiveChartState
+    timing: TimingInputs | None
+    tokens: int | None
+
+    def __init__(  # noqa: PLR0917 - the run's fields, in order
+        self,
+        handoff_id: UUID,
+        order: HandoffOrder,
+        fallback: float,
+        journal: ActionJournal,
+        timing: TimingInputs | None = None,
+        tokens: int | None = None,
+    ) -> None:
+        self.handoff_id = handoff_id
+        self.order = order
+        self.fallback = fallback
+        self.journal = journal
+        self.timing = timing
+        self.tokens = tokens
+        # ``state`` is set by the engine that runs this handoff.
+
+    # ------------------------------------------------------------------ validators
+
+    def validate_transfer_timing(self, fact: SourceHeld) -> None:
+        try:
+            validate_transfer_timing(fact.transfer_timing)
+        except HandoffError as error:
+            raise self.with_context(error) from None
+
+    def reject_source_held_before_submit(self) -> None:
+        self._reject("reject_source_held_before_submit")
+
+    def reject_destination_reserved_before_accept(self) -> None:
+        self._reject("reject_destination_reserved_before_accept")
+
+    def reject_transfer_completed_before_scheduled(self) -> None:
+        self._reject("reject_transfer_completed_before_scheduled")
+
+    # ------------------------------------------------------------------ payloads
+
+    def store_transfer_timing(self, fact: SourceHeld) -> None:
+        self.timing = timing_inputs(fact.transfer_timing)
+
+    def store_transferable_tokens(self, fact: DestinationReserved) -> None:
+        self.tokens = fact.transferable_prompt_tokens
+
+    # ------------------------------------------------------------------ actions
+
+    def issue_submit_prefill(self) -> IssuedHandoffAction:
+        return self.journal.issue(SubmitPrefill.issued_for(self.handoff_id))
+
+    def issue_reserve_destination(self) -> IssuedHandoffAction:
+        return self.journal.issue(ReserveDestination.issued_for(self.handoff_id))
+
+    def issue_start_transfer(self) -> IssuedHandoffAction:
+        return self.journal.issue(
+            StartTransfer.issued_with_delay(self.handoff_id, self.transfer_delay_ms())
+        )
+
+    def issue_activate_destination(self) -> IssuedHandoffAction:
+        return self.journal.issue(ActivateDestination.issued_for(self.handoff_id))
+
+    def issue_release_source(self) -> IssuedHandoffAction:
+        return self.journal.issue(ReleaseSource.issued_for(self.handoff_id))
+
+    def issue_cancel_source(self) -> IssuedHandoffAction:
+        return self.journal.issue(CancelSource.issued_for(self.handoff_id))
+
+    def issue_cancel_destination(self) -> IssuedHandoffAction:
+        return self.journal.issue(CancelDestination.issued_for(self.handoff_id))
+
+    def issue_complete(self) -> IssuedHandoffAction:
+        issued = self.journal.issue(Complete.issued_for(self.handoff_id))
+        self.journal.clear()
+        return issued
+
+    # ------------------------------------------------------------------ derived values
+
+    def transfer_delay_ms(self) -> float:
+        """The reference's ``delay_ms(transferable tokens).unwrap_or(fallback)``."""
+        timing = self.timing
+        tokens = self.tokens
+        if timing is None or tokens is None:  # excluded by the chart and by restore()
+            raise AssertionError("transfer started without timing or transferable tokens")
+        full_prompt, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes = timing
+        delay = transfer_delay_ms(
+            prompt_tokens if full_prompt else tokens,
+            kv_bytes_per_token,
+            bandwidth_gb_s,
+            state_bytes,
+        )
+        return self.fallback if delay is None else delay
+
+    def rebuild(self, kind: type[HandoffAction]) -> HandoffAction:
+        """The action of this kind this handoff issues (actions are a function of its data)."""
+        if kind is StartTransfer:
+            return StartTransfer.issued_with_delay(self.handoff_id, self.transfer_delay_ms())
+        return kind.issued_for(self.handoff_id)
+
+    def timing_model(self) -> HandoffTransferTiming | None:
+        """The stored timing as the value the source published (``None`` before it was held)."""
+        if self.timing is None:
+            return None
+        full_prompt, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes = self.timing
+        mode = (
+            TransferTimingMode.FULL_PROMPT
+            if full_prompt
+            else TransferTimingMode.DESTINATION_MISSING
+        )
+        return HandoffTransferTiming(
+            mode, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes
+        )
+
+    # ------------------------------------------------------------------ errors
+
+    def _reject(self, validator: str) -> None:
+        rejection = REJECTIONS[validator]
+        raise self.error(
+            rejection.code, f"{rejection.message} (state: {', '.join(self.state.leaves)})"
+        )
+
+    def error(self, code: HandoffErrorCode, message: str) -> HandoffError:
+        return handoff_error(code, message, handoff_id=self.handoff_id, state=self.state.leaves)
+
+    def with_context(self, error: HandoffError) -> HandoffError:
+        error.handoff_id = self.handoff_id
+        error.state = self.state.leaves
+        return error
+
+
+def timing_inputs(timing: HandoffTransferTiming) -> TimingInputs:
+    return (
+        timing.mode is TransferTimingMode.FULL_PROMPT,
+        timing.full_prompt_tokens,
+        timing.kv_bytes_per_token,
+        timing.bandwidth_gb_s,
+        timing.state_bytes,
+    )
