@@ -27,7 +27,7 @@ def test_review_writes_the_report(tmp_path: Path) -> None:
 def test_diagrams_without_graphviz_says_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))  # no dot, no neato
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Graphviz `dot`
     assert main(["diagrams", str(tmp_path / "out")]) == 2
     error = capsys.readouterr().err
     assert "handoff-fsm diagrams:" in error

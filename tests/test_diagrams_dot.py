@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 
-from handoff_fsm.diagrams import EdgeKind, Highlight, describe_chart, render, statechart_dot
-from handoff_fsm.diagrams.dot import edge_label_lines
+import graphviz
+from graphviz.quoting import quote
+
+from handoff_fsm.diagrams import (
+    EdgeKind,
+    Highlight,
+    describe_chart,
+    dot_digest,
+    read_stamp,
+    render,
+    statechart_dot,
+)
+from handoff_fsm.diagrams.dot import edge_label_lines, statechart_graph
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -19,22 +29,41 @@ def _unhtml(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
+def _q(name: str) -> str:
+    """A DOT identifier as the graphviz package writes it."""
+    quoted: str = quote(name)
+    return quoted
+
+
+def _statements(dot: str) -> list[str]:
+    return [line.strip() for line in dot.splitlines()]
+
+
 def _node_line(dot: str, node: str) -> str:
-    return next(line for line in dot.splitlines() if line.strip().startswith(f'"{node}" ['))
+    return next(line for line in _statements(dot) if line.startswith(f"{_q(node)} ["))
+
+
+def test_the_dot_is_the_graphviz_packages_digraph() -> None:
+    model = describe_chart()
+    graph = statechart_graph(model)
+    assert isinstance(graph, graphviz.Digraph)
+    assert graph.source == statechart_dot(model)
+    assert statechart_dot(model).startswith("digraph HandoffChart {")
 
 
 def test_parallel_states_and_regions_are_clusters() -> None:
     model = describe_chart()
     dot = statechart_dot(model)
+    statements = _statements(dot)
     for state in model.states:
         if state.is_cluster:
-            assert f'subgraph "cluster_{state.id}"' in dot
+            assert f"subgraph {_q(f'cluster_{state.id}')} {{" in statements, state.id
         else:
-            assert re.search(rf'^\s*"{state.id}" \[', dot, re.MULTILINE), state.id
+            assert _node_line(dot, state.id), state.id
     # A region cluster sits inside its parallel state's cluster.
-    active = dot.index('subgraph "cluster_active"')
-    cleaning = dot.index('subgraph "cluster_cleaning_up"')
-    assert active < dot.index('subgraph "cluster_transfer"') < cleaning
+    active = statements.index("subgraph cluster_active {")
+    cleaning = statements.index("subgraph cluster_cleaning_up {")
+    assert active < statements.index("subgraph cluster_transfer {") < cleaning
 
 
 def test_every_transition_is_labelled_with_its_event_and_guard() -> None:
@@ -60,20 +89,19 @@ def test_states_show_the_actions_they_issue_and_finals_have_a_double_border() ->
     for state in model.states:
         for action in state.entry_actions:
             assert f"entry / {action}" in dot
-    line = next(line for line in dot.splitlines() if line.strip().startswith('"released" ['))
-    assert "peripheries=2" in line
-    line = next(line for line in dot.splitlines() if line.strip().startswith('"held" ['))
-    assert "peripheries" not in line
+    assert "peripheries=2" in _node_line(dot, "released")
+    assert "peripheries" not in _node_line(dot, "held")
 
 
 def test_initial_markers_mark_each_region_start_and_the_chart_start() -> None:
     model = describe_chart()
     dot = statechart_dot(model)
+    statements = _statements(dot)
     for region in model.regions:
         initial = next(c for c in model.children(region.id) if c.initial)
-        assert f'"__initial_{region.id}__" -> "{initial.id}";' in dot
-    assert '"__start__" -> "source_idle" [lhead="cluster_active"];' in dot
-    assert '"complete" -> "__end_complete__";' in dot
+        assert f"{_q(f'__initial_{region.id}__')} -> {_q(initial.id)}" in statements
+    assert "__start__ -> source_idle [lhead=cluster_active]" in statements
+    assert "complete -> __end_complete__" in statements
 
 
 def test_the_svg_contains_every_state_and_is_deterministic() -> None:
@@ -81,6 +109,7 @@ def test_the_svg_contains_every_state_and_is_deterministic() -> None:
     dot = statechart_dot(model)
     svg = render(dot, "svg")
     assert svg == render(dot, "svg")
+    assert read_stamp("svg", svg) == dot_digest(dot)
     root = ET.fromstring(svg)
     titles = {t.text for t in root.iter(f"{SVG}title")}
     for state in model.states:
@@ -92,8 +121,10 @@ def test_the_svg_contains_every_state_and_is_deterministic() -> None:
 
 
 def test_the_png_stays_viewable_at_full_size() -> None:
-    png = render(statechart_dot(describe_chart()), "png")
+    dot = statechart_dot(describe_chart())
+    png = render(dot, "png")
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert read_stamp("png", png) == dot_digest(dot)
     width = int.from_bytes(png[16:20], "big")
     height = int.from_bytes(png[20:24], "big")
     # Legible at 100 %: about a laptop screen and a half wide, text at 10-12 pt.

@@ -1,17 +1,23 @@
 """Drift check: the committed diagrams/ folder is exactly what the code generates.
 
 Everything is regenerated into a temporary folder with the same functions
-``make diagrams`` runs, then compared byte for byte with ``diagrams/``; a
-failure names the stale, missing and extra files. A second test changes the
-chart (a copy of chart.py with one guard edited) and shows the check catches it.
+``make diagrams`` runs, then compared with ``diagrams/``: text byte for byte,
+figures by the hash of the DOT they were drawn from (so the check holds with
+any Graphviz and any fonts); a failure names the stale, missing and extra
+files. Other tests change the chart (a copy of chart.py with one guard
+edited) and show the check catches a stale text file and a stale figure, and
+that a figure drawn differently from the same DOT is current.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 import types
+import zlib
 from pathlib import Path
 
+import graphviz
 import pytest
 
 import handoff_fsm.chart
@@ -19,12 +25,19 @@ from handoff_fsm.chart import HandoffChart
 from handoff_fsm.diagrams import (
     DIAGRAMS_DIR,
     REVIEW_NAME,
+    describe_chart,
     diagram_files,
+    dot_digest,
     drift,
+    read_stamp,
+    render,
     review_files,
+    statechart_dot,
     write_diagrams,
     write_review,
 )
+from handoff_fsm.diagrams.dot import FONT
+from handoff_fsm.diagrams.stamp import Format, figure_format, stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / DIAGRAMS_DIR
@@ -37,6 +50,12 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_diagrams(folder)
     write_review(folder / REVIEW_NAME)
     return folder
+
+
+def _format(name: str) -> Format:
+    fmt = figure_format(name)
+    assert fmt is not None, name
+    return fmt
 
 
 def _contents(folder: Path) -> dict[str, bytes]:
@@ -105,3 +124,85 @@ def test_the_drift_check_names_missing_and_extra_files(tmp_path: Path) -> None:
     assert str(report) == (
         "missing: new.mmd; not generated: old.svg (regenerate with `make diagrams`)"
     )
+
+
+def test_every_committed_figure_names_the_dot_it_was_drawn_from() -> None:
+    dot = (COMMITTED / "statechart.dot").read_text(encoding="utf-8")
+    for name in ("statechart.svg", "statechart.png"):
+        fmt = _format(name)
+        assert read_stamp(fmt, (COMMITTED / name).read_bytes()) == dot_digest(dot), name
+    for path in COMMITTED.glob("lifecycle_*.svg"):
+        assert read_stamp("svg", path.read_bytes()) is not None, path.name
+
+
+@pytest.fixture
+def committed_copy(tmp_path: Path) -> Path:
+    """A scratch copy of diagrams/ to make stale."""
+    folder = tmp_path / "diagrams"
+    shutil.copytree(COMMITTED, folder)
+    return folder
+
+
+@pytest.mark.parametrize("name", ["statechart.svg", "statechart.png"])
+def test_a_figure_drawn_from_a_stale_chart_is_caught(
+    changed_chart: type[HandoffChart], committed_copy: Path, regenerated: Path, name: str
+) -> None:
+    """The DOT is current but the figure was drawn before a guard changed."""
+    fmt = _format(name)
+    (committed_copy / name).write_bytes(render(statechart_dot(describe_chart(changed_chart)), fmt))
+    report = drift(committed_copy, _contents(regenerated))
+    assert (report.stale, report.missing, report.extra) == ((name,), (), ())
+
+
+@pytest.mark.parametrize("name", ["statechart.svg", "statechart.png"])
+def test_an_unstamped_figure_is_stale(committed_copy: Path, regenerated: Path, name: str) -> None:
+    dot = (committed_copy / "statechart.dot").read_text(encoding="utf-8")
+    fmt = _format(name)
+    (committed_copy / name).write_bytes(graphviz.Source(dot).pipe(format=fmt, quiet=True))
+    assert drift(committed_copy, _contents(regenerated)).stale == (name,)
+
+
+def _recompressed(png: bytes) -> bytes:
+    """The same image with its pixel stream deflated differently (another zlib/libpng)."""
+    at, head, pixels, tail = 8, b"", b"", b""
+    while at < len(png):
+        length = int.from_bytes(png[at : at + 4], "big")
+        chunk = png[at : at + 12 + length]
+        if chunk[4:8] == b"IDAT":
+            pixels += chunk[8:-4]
+        elif pixels:
+            tail += chunk
+        else:
+            head += chunk
+        at += 12 + length
+    data = zlib.compress(zlib.decompress(pixels), 1)
+    idat = len(data).to_bytes(4, "big") + b"IDAT" + data
+    idat += zlib.crc32(b"IDAT" + data).to_bytes(4, "big")
+    return png[:8] + head + idat + tail
+
+
+def test_figures_drawn_by_another_graphviz_or_other_fonts_are_current(
+    committed_copy: Path, regenerated: Path
+) -> None:
+    """Same DOT, different pixels: what another machine's `make diagrams` commits."""
+    dot = (committed_copy / "statechart.dot").read_text(encoding="utf-8")
+    other_fonts = dot.replace(FONT, "Courier")
+    assert other_fonts != dot
+    svg = stamp("svg", graphviz.Source(other_fonts).pipe(format="svg", quiet=True), dot_digest(dot))
+    png = _recompressed((committed_copy / "statechart.png").read_bytes())
+    assert svg != (committed_copy / "statechart.svg").read_bytes()
+    assert png != (committed_copy / "statechart.png").read_bytes()
+    (committed_copy / "statechart.svg").write_bytes(svg)
+    (committed_copy / "statechart.png").write_bytes(png)
+    assert read_stamp("png", png) == dot_digest(dot)
+    assert drift(committed_copy, _contents(regenerated)).ok
+
+
+def test_text_files_are_compared_byte_for_byte(committed_copy: Path, regenerated: Path) -> None:
+    for name in ("statechart.dot", "statechart.mmd", "transitions.md", REVIEW_NAME):
+        path = committed_copy / name
+        original = path.read_bytes()
+        path.write_bytes(original.rstrip(b"\n") + b"\n\n")
+        assert drift(committed_copy, _contents(regenerated)).stale == (name,), name
+        path.write_bytes(original)
+    assert drift(committed_copy, _contents(regenerated)).ok

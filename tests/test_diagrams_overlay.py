@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from handoff_fsm.diagrams import (
 
 A = "aaaaaaaa-0000-4000-8000-00000000000a"
 B = "bbbbbbbb-0000-4000-8000-00000000000b"
+SVG = "{http://www.w3.org/2000/svg}"
 TIMING = {"mode": "full_prompt", "full_prompt_tokens": 16, "kv_bytes_per_token": 8}
 
 
@@ -51,7 +53,8 @@ def _edge(source: str, target: str, event: str | None = None) -> int:
 
 
 def _node_line(dot: str, node: str) -> str:
-    return next(line for line in dot.splitlines() if line.strip().startswith(f'"{node}" ['))
+    """The statement declaring ``node`` (an identifier the graphviz package writes unquoted)."""
+    return next(line for line in dot.splitlines() if line.strip().startswith(f"{node} ["))
 
 
 def test_the_path_follows_the_first_coordinator_created() -> None:
@@ -129,3 +132,24 @@ def test_the_diagram_command(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     missing = ["diagram", "--trace", str(trace), "--coordinator", "zz", "-o", str(out)]
     assert main(missing) == 2
     assert "no coordinator 'zz'" in capsys.readouterr().err
+
+
+def test_an_overlay_draws_hostile_text_exactly_as_written(tmp_path: Path) -> None:
+    """Markup, backslash escapes and control characters from a trace reach the picture as text."""
+    trace = tmp_path / 'we<ird>&"\\N.jsonl'
+    lines = [
+        _line("c1", "new", handoff_id=A, order="SourceFirst"),
+        _line("c1", "fact", fact={'\x01<b>"&\\N\\': {"handoff_id": A}}),
+        _line("c1", "bogus</font>\x07\\l"),
+    ]
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = write_overlay(trace, tmp_path / "out.svg")
+    texts = [t.text or "" for t in ET.fromstring(out.read_bytes()).iter(f"{SVG}text")]
+    assert texts[0].startswith(f"HandoffChart: {trace.name} · coordinator c1")
+    path = trace_path(lines)
+    notes = texts[texts.index("Errors in the trace") + 1 :]
+    shown = " ".join(line.strip() for line in notes)
+    for step in path.steps:
+        assert step.error is not None
+        assert f"{step.error[0]}: {step.error[1]}" in shown
+    assert "step 2 (line 3, bogus</font>\\x07\\l)" in shown  # the raw op, its control spelled out

@@ -1,7 +1,7 @@
 """``handoff-fsm diagrams``, ``diagram`` and ``review``: argument handling only.
 
 Rule kept here: each command calls one library function and turns the
-failures a user can fix (Graphviz missing, a trace without that coordinator,
+failures a user can fix (Graphviz missing or failing, a trace without that coordinator,
 an unknown output format) into a one-line message and exit status 2.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from handoff_fsm.diagrams.files import write_diagrams, write_review
 from handoff_fsm.diagrams.overlay import TraceOverlayError, write_overlay
-from handoff_fsm.diagrams.render import GraphvizMissingError
+from handoff_fsm.diagrams.render import GraphvizError
 
 
 def _fail(command: str, error: Exception) -> int:
@@ -26,7 +26,7 @@ def cli_diagrams(args: argparse.Namespace) -> int:
     outdir = Path(args.outdir)
     try:
         written = write_diagrams(outdir)
-    except GraphvizMissingError as error:
+    except GraphvizError as error:
         return _fail("diagrams", error)
     print(f"wrote {len(written)} files to {outdir}/")
     return 0
@@ -36,7 +36,7 @@ def cli_diagram(args: argparse.Namespace) -> int:
     """``handoff-fsm diagram --trace T [--coordinator K] -o OUT``: the trace overlay."""
     try:
         output = write_overlay(Path(args.trace), Path(args.output), args.coordinator)
-    except (GraphvizMissingError, TraceOverlayError, ValueError) as error:
+    except (GraphvizError, TraceOverlayError, ValueError) as error:
         return _fail("diagram", error)
     print(f"wrote {output}")
     return 0

@@ -3,8 +3,8 @@
 Public API only (no logic here): one description of the chart
 (:func:`describe_chart` -> :class:`ChartModel`), its renderers (DOT, Mermaid,
 Markdown tables), the scripted lifecycles and their sequence diagrams, the
-trace overlay, the design review, the files ``handoff-fsm diagrams`` writes
-and the drift check. See README, "Diagrams".
+trace overlay, the design review, the files ``handoff-fsm diagrams`` writes,
+the stamps their figures carry and the drift check. See README, "Diagrams".
 """
 
 from handoff_fsm.diagrams.codes import ErrorCondition, error_conditions
@@ -38,10 +38,11 @@ from handoff_fsm.diagrams.overlay import (
     trace_path,
     write_overlay,
 )
-from handoff_fsm.diagrams.render import GraphvizMissingError, render
+from handoff_fsm.diagrams.render import GraphvizError, GraphvizMissingError, render
 from handoff_fsm.diagrams.review import chart_space, review_markdown
 from handoff_fsm.diagrams.scenarios import SCENARIOS, Lifecycle, Scenario, lifecycles, run_scenario
-from handoff_fsm.diagrams.sequence import sequence_dot, sequence_mermaid
+from handoff_fsm.diagrams.sequence import render_sequence, sequence_dot, sequence_mermaid
+from handoff_fsm.diagrams.stamp import dot_digest, read_stamp
 from handoff_fsm.diagrams.tables import inputs_markdown, transition_tables_markdown
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "Edge",
     "EdgeKind",
     "ErrorCondition",
+    "GraphvizError",
     "GraphvizMissingError",
     "Guard",
     "Highlight",
@@ -68,12 +70,15 @@ __all__ = [
     "chart_space",
     "describe_chart",
     "diagram_files",
+    "dot_digest",
     "drift",
     "error_conditions",
     "inputs_markdown",
     "lifecycles",
     "overlay_dot",
+    "read_stamp",
     "render",
+    "render_sequence",
     "review_files",
     "review_markdown",
     "run_scenario",

@@ -5,10 +5,16 @@ Rule kept here: every output is first computed in memory as ``name -> bytes``
 written; the drift check compares the same mapping with a folder. So what
 ``make diagrams`` writes, what the tests regenerate and what the drift check
 expects are one computation, and the same code gives the same bytes.
+
+The drift check compares text files (DOT, Mermaid, Markdown) byte for byte and
+figures (SVG, PNG) by the hash of the DOT they were drawn from
+(:mod:`~handoff_fsm.diagrams.stamp`): a figure drawn by another Graphviz
+version or with other fonts is current, one drawn from another DOT is stale.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -17,10 +23,11 @@ from handoff_fsm.chart import HandoffChart
 from handoff_fsm.diagrams.dot import statechart_dot
 from handoff_fsm.diagrams.mermaid import statechart_mermaid
 from handoff_fsm.diagrams.model import describe_chart
-from handoff_fsm.diagrams.render import render, require
+from handoff_fsm.diagrams.render import render
 from handoff_fsm.diagrams.review import lifecycle_file, review_markdown, statechart_file
 from handoff_fsm.diagrams.scenarios import lifecycles
-from handoff_fsm.diagrams.sequence import sequence_dot, sequence_mermaid
+from handoff_fsm.diagrams.sequence import render_sequence, sequence_mermaid
+from handoff_fsm.diagrams.stamp import comparable
 from handoff_fsm.diagrams.tables import inputs_markdown, transition_tables_markdown
 
 DIAGRAMS_DIR: Final = Path("diagrams")
@@ -35,8 +42,6 @@ def _text(source: str) -> bytes:
 
 def diagram_files(chart: type[HandoffChart] = HandoffChart) -> dict[str, bytes]:
     """Everything ``handoff-fsm diagrams`` writes, by file name (needs Graphviz's ``dot``)."""
-    require("dot")
-    require("neato")
     model = describe_chart(chart)
     dot = statechart_dot(model)
     files = {
@@ -54,9 +59,7 @@ def diagram_files(chart: type[HandoffChart] = HandoffChart) -> dict[str, bytes]:
     }
     for run in lifecycles():
         files[lifecycle_file(run, "mmd")] = _text(sequence_mermaid(run))
-        files[lifecycle_file(run, "svg")] = render(
-            sequence_dot(run), "svg", layout="neato", args=("-n2",)
-        )
+        files[lifecycle_file(run, "svg")] = render_sequence(run, "svg")
     return dict(sorted(files.items()))
 
 
@@ -95,7 +98,7 @@ class Drift:
     """How a folder differs from what the code generates."""
 
     stale: tuple[str, ...]
-    """Files whose bytes differ."""
+    """Files whose text differs, or figures drawn from another DOT (or unstamped)."""
     missing: tuple[str, ...]
     """Files the code generates that the folder lacks."""
     extra: tuple[str, ...]
@@ -120,12 +123,21 @@ class Drift:
         return "; ".join(parts) + " (regenerate with `make diagrams`)"
 
 
-def drift(folder: Path, expected: dict[str, bytes]) -> Drift:
-    """Compare ``folder`` with ``expected`` (``name -> bytes``), file by file."""
+def drift(folder: Path, expected: Mapping[str, bytes]) -> Drift:
+    """Compare ``folder`` with ``expected`` (``name -> bytes``), file by file.
+
+    Text must match byte for byte; a figure must carry the stamp of the expected one
+    (:func:`~handoff_fsm.diagrams.stamp.comparable`), whatever Graphviz drew it.
+    """
     present = {path.name: path for path in folder.iterdir() if path.is_file()}
     return Drift(
         stale=tuple(
-            sorted(n for n, d in expected.items() if n in present and present[n].read_bytes() != d)
+            sorted(
+                name
+                for name, data in expected.items()
+                if name in present
+                and comparable(name, present[name].read_bytes()) != comparable(name, data)
+            )
         ),
         missing=tuple(sorted(n for n in expected if n not in present)),
         extra=tuple(sorted(n for n in present if n not in expected)),

@@ -1,51 +1,66 @@
-"""Running Graphviz: DOT source in, SVG or PNG bytes out, or a clear word on what is missing.
+"""Drawing DOT with Graphviz: DOT source in, stamped SVG or PNG bytes out, or one clear error.
 
-Rule kept here: the only place that starts a Graphviz process. The binaries
-come from Debian's ``graphviz`` package (not from PyPI); when they are absent
-the caller gets :class:`GraphvizMissingError` naming the package to install,
-never a bare ``FileNotFoundError``. The same input gives the same bytes.
+Rule kept here: the only place that runs Graphviz, through the ``graphviz``
+package (``graphviz.Source(...).pipe``), and the one place that translates
+its failures: a missing ``dot`` binary (``graphviz.ExecutableNotFound``)
+becomes :class:`GraphvizMissingError`, whose one-line message says how to
+install Graphviz on Debian/Ubuntu, macOS and conda; ``dot`` rejecting its
+input (``graphviz.CalledProcessError``) becomes :class:`GraphvizError` with
+``dot``'s own message. Every figure leaves here stamped with the hash of its
+DOT (:mod:`~handoff_fsm.diagrams.stamp`). The same input gives the same bytes.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from typing import Literal
+from typing import Final, Literal
 
-Format = Literal["svg", "png"]
-Layout = Literal["dot", "neato"]
+import graphviz
 
-INSTALL_HINT = "install Debian's graphviz package: apt-get install graphviz (or `make graphviz`)"
+from handoff_fsm.diagrams.stamp import Format, dot_digest, stamp
+
+Engine = Literal["dot", "neato"]
+
+INSTALL_HINT: Final = (
+    "install Graphviz: `apt-get install graphviz` (Debian/Ubuntu), "
+    "`brew install graphviz` (macOS) or `conda install -c conda-forge graphviz` (conda)"
+)
+
+_MESSAGE_LIMIT: Final = 400
+"""How much of Graphviz's own error text a :class:`GraphvizError` quotes (one line)."""
 
 
-class GraphvizMissingError(RuntimeError):
-    """The ``dot``/``neato`` binary is not on PATH."""
+class GraphvizError(RuntimeError):
+    """Graphviz could not draw a figure (its message says why)."""
 
-    def __init__(self, binary: str) -> None:
-        super().__init__(f"Graphviz's `{binary}` was not found on PATH; {INSTALL_HINT}")
+
+class GraphvizMissingError(GraphvizError):
+    """Graphviz's ``dot`` binary, which the ``graphviz`` package runs, is not on PATH."""
+
+    def __init__(self, binary: str = "dot") -> None:
+        super().__init__(f"Graphviz's `{binary}` program was not found on PATH; {INSTALL_HINT}")
         self.binary = binary
 
 
-def require(binary: Layout = "dot") -> str:
-    """The path of a Graphviz binary, or :class:`GraphvizMissingError`."""
-    path = shutil.which(binary)
-    if path is None:
-        raise GraphvizMissingError(binary)
-    return path
-
-
 def render(
-    source: str, fmt: Format, *, layout: Layout = "dot", args: tuple[str, ...] = ()
+    source: str, fmt: Format, *, engine: Engine = "dot", neato_no_op: int | None = None
 ) -> bytes:
-    """Lay out and draw DOT ``source``; raises ``RuntimeError`` with Graphviz's message."""
-    binary = require(layout)
-    result = subprocess.run(
-        [binary, f"-T{fmt}", *args],
-        input=source.encode("utf-8"),
-        capture_output=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        message = result.stderr.decode("utf-8", "replace").strip()
-        raise RuntimeError(f"{layout} -T{fmt} failed ({result.returncode}): {message}")
-    return result.stdout
+    """Lay out and draw DOT ``source`` as ``fmt``, stamped with the source's SHA-256.
+
+    ``engine`` picks the layout (``dot -K``); ``neato_no_op=2`` is ``neato -n2``:
+    keep the positions the DOT gives (in points) and only draw the edges.
+    """
+    try:
+        drawn = graphviz.Source(source, engine=engine).pipe(
+            format=fmt, neato_no_op=neato_no_op, quiet=True
+        )
+    except graphviz.ExecutableNotFound:
+        raise GraphvizMissingError("dot") from None
+    except graphviz.CalledProcessError as error:
+        stderr = error.stderr.decode("utf-8", "replace") if error.stderr else ""
+        message = " ".join(stderr.split()) or f"exit status {error.returncode}"
+        if len(message) > _MESSAGE_LIMIT:
+            message = message[:_MESSAGE_LIMIT] + "…"
+        raise GraphvizError(f"Graphviz {engine} -T{fmt} failed: {message}") from None
+    if not isinstance(drawn, bytes):
+        raise TypeError(f"graphviz returned {type(drawn).__name__}, expected bytes")
+    return stamp(fmt, drawn, dot_digest(source))

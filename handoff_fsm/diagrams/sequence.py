@@ -4,17 +4,24 @@ Rule kept here: both views show exactly the messages of one recorded
 :class:`~handoff_fsm.diagrams.scenarios.Lifecycle`, in order, with the same
 words. Graphviz has no sequence diagrams, so :func:`sequence_dot` places
 everything itself (one column per participant, one row per message) and is
-drawn with ``neato -n2``, which keeps the given positions: the layout is
-arithmetic, hence identical on every run.
+drawn with ``neato -n2`` (:func:`render_sequence`), which keeps the given
+positions: the layout is arithmetic, hence identical on every run. The DOT is
+built with ``graphviz.Digraph``; label text is escaped in
+:mod:`~handoff_fsm.diagrams.labels`.
 """
 
 from __future__ import annotations
 
 import textwrap
 
+import graphviz
+
 from handoff_fsm.diagrams.dot import FONT
+from handoff_fsm.diagrams.labels import html, plain, text
 from handoff_fsm.diagrams.mermaid import mermaid_text
+from handoff_fsm.diagrams.render import render
 from handoff_fsm.diagrams.scenarios import PARTICIPANTS, Lifecycle, MessageKind, Participant
+from handoff_fsm.diagrams.stamp import Format
 
 _COLUMN = 215.0
 _ROW = 30.0
@@ -60,73 +67,117 @@ def sequence_mermaid(lifecycle: Lifecycle) -> str:
 # ---------------------------------------------------------------------- graphviz
 
 
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def _x(participant: Participant) -> float:
     return _LEFT + PARTICIPANTS.index(participant) * _COLUMN
 
 
+def _pos(x: float, y: float) -> str:
+    """A pinned position in points (``neato -n2`` draws it where it is)."""
+    return f"{x:.1f},{y:.1f}!"
+
+
 def sequence_dot(lifecycle: Lifecycle) -> str:
-    """The lifecycle as DOT with fixed positions (render with ``neato -n2``)."""
+    """The lifecycle as DOT with fixed positions (draw it with :func:`render_sequence`)."""
     scenario = lifecycle.scenario
     rows = len(lifecycle.messages)
     top = (rows + 2) * _ROW + _HEAD
     bottom = 0.0
     lines = textwrap.wrap(f"{scenario.order.value}: {scenario.summary}", width=110)
-    summary = '<br align="left"/>'.join(_html(line) for line in lines) + '<br align="left"/>'
-    out = [
-        f"digraph lifecycle_{scenario.name} {{",
-        f'  graph [splines=line, outputorder=edgesfirst, pad=0.3, fontname="{FONT}", '
-        f"fontsize=15, labelloc=t, labeljust=l, label=<<b>{_html(scenario.title)}</b>"
-        f'<br align="left"/><font point-size="11">{summary}</font>>];',
-        f'  node [fontname="{FONT}", fontsize=11, fixedsize=false];',
-        f'  edge [fontname="{FONT}", fontsize=10, arrowsize=0.7, color="{_INK}"];',
-    ]
+    summary = '<br align="left"/>'.join(text(line) for line in lines) + '<br align="left"/>'
+    g = graphviz.Digraph(
+        f"lifecycle_{scenario.name}",
+        graph_attr={
+            "splines": "line",
+            "outputorder": "edgesfirst",
+            "pad": "0.3",
+            "fontname": FONT,
+            "fontsize": "15",
+            "labelloc": "t",
+            "labeljust": "l",
+            "label": html(
+                f'<b>{text(scenario.title)}</b><br align="left"/>'
+                f'<font point-size="11">{summary}</font>'
+            ),
+        },
+        node_attr={"fontname": FONT, "fontsize": "11", "fixedsize": "false"},
+        edge_attr={"fontname": FONT, "fontsize": "10", "arrowsize": "0.7", "color": _INK},
+    )
     for participant in PARTICIPANTS:
         x = _x(participant)
         for place, y in (("head", top), ("foot", bottom)):
-            out.append(
-                f'  "{participant.value}_{place}" [shape=box, style="rounded,filled", '
-                f'fillcolor="#eef5fc", color="{_MUTED}", width=1.5, height=0.4, '
-                f'label="{participant.value}", pos="{x:.1f},{y:.1f}!"];'
+            g.node(
+                f"{participant.value}_{place}",
+                label=plain(participant.value),
+                shape="box",
+                style="rounded,filled",
+                fillcolor="#eef5fc",
+                color=_MUTED,
+                width="1.5",
+                height="0.4",
+                pos=_pos(x, y),
             )
-        out.append(
-            f'  "{participant.value}_head" -> "{participant.value}_foot" '
-            f'[style=dashed, color="#9aa5b1", arrowhead=none];'
+        g.edge(
+            f"{participant.value}_head",
+            f"{participant.value}_foot",
+            style="dashed",
+            color="#9aa5b1",
+            arrowhead="none",
         )
     for row, message in enumerate(lifecycle.messages, start=1):
         y = top - _HEAD / 2 - row * _ROW
         name = f"m{row}"
         if message.kind is MessageKind.STATE:
-            out.append(
-                f'  "{name}" [shape=note, style=filled, fillcolor="{_NOTE_FILL}", '
-                f'color="#c9a227", fontsize=9, height=0.25, margin="0.08,0.02", '
-                f'label="{_html(message.text)}", pos="{_x(message.sender):.1f},{y:.1f}!"];'
+            g.node(
+                name,
+                label=plain(message.text),
+                shape="note",
+                style="filled",
+                fillcolor=_NOTE_FILL,
+                color="#c9a227",
+                fontsize="9",
+                height="0.25",
+                margin="0.08,0.02",
+                pos=_pos(_x(message.sender), y),
             )
             continue
         x1, x2 = _x(message.sender), _x(message.receiver)
         lost = message.kind is MessageKind.LOST
         end = x1 + (x2 - x1) * 0.72 if lost else x2
         color = _LOST if lost else _INK
-        out.append(f'  "{name}_a" [shape=point, width=0.01, pos="{x1:.1f},{y:.1f}!"];')
-        out.append(f'  "{name}_b" [shape=point, width=0.01, pos="{end:.1f},{y:.1f}!"];')
-        style = "dashed" if message.kind in (MessageKind.OUTCOME, MessageKind.LOST) else "solid"
-        head = "none" if lost else "normal"
-        out.append(
-            f'  "{name}_a" -> "{name}_b" [style={style}, color="{color}", arrowhead={head}];'
+        g.node(f"{name}_a", shape="point", width="0.01", pos=_pos(x1, y))
+        g.node(f"{name}_b", shape="point", width="0.01", pos=_pos(end, y))
+        g.edge(
+            f"{name}_a",
+            f"{name}_b",
+            style="dashed" if message.kind in (MessageKind.OUTCOME, MessageKind.LOST) else "solid",
+            color=color,
+            arrowhead="none" if lost else "normal",
         )
         if lost:
-            out.append(
-                f'  "{name}_x" [shape=plaintext, fontcolor="{_LOST}", fontsize=14, label="✕", '
-                f'pos="{end:.1f},{y:.1f}!"];'
+            g.node(
+                f"{name}_x",
+                label=plain("✕"),
+                shape="plaintext",
+                fontcolor=_LOST,
+                fontsize="14",
+                pos=_pos(end, y),
             )
-        label_x = (x1 + end) / 2
-        out.append(
-            f'  "{name}_t" [shape=plaintext, style=filled, fillcolor=white, fontsize=10, '
-            f'fontcolor="{color}", height=0.2, '
-            f'margin=0, label="{_html(message.text)}", pos="{label_x:.1f},{y + 9:.1f}!"];'
+        g.node(
+            f"{name}_t",
+            label=plain(message.text),
+            shape="plaintext",
+            style="filled",
+            fillcolor="white",
+            fontsize="10",
+            fontcolor=color,
+            height="0.2",
+            margin="0",
+            pos=_pos((x1 + end) / 2, y + 9),
         )
-    out.append("}")
-    return "\n".join(out) + "\n"
+    source: str = g.source
+    return source
+
+
+def render_sequence(lifecycle: Lifecycle, fmt: Format = "svg") -> bytes:
+    """Draw :func:`sequence_dot` with ``neato -n2`` (the positions it gives, unchanged)."""
+    return render(sequence_dot(lifecycle), fmt, engine="neato", neato_no_op=2)
