@@ -20,6 +20,19 @@ The behaviour is the Rust reference ``HandoffCoordinatorCore``:
   ``cleaning_up``, which cancels each owner that was engaged and completes the
   handoff (Canceled) once every cancel is confirmed. A confirmed release of the
   source counts as its cleanup, as in the reference.
+
+Protocol revisions (:class:`~handoff_fsm.model.Revision`) are a declared field, read
+by two guards, so one chart shows every revision and each compiled table is built
+for one revision:
+
+* ``reopens_after_success`` (a976b2bf): a successful handoff goes to ``decoding``
+  (complete, Success) instead of the final ``complete``; a terminal fact there
+  cancels the decoding destination (``canceling_decode``) and completes again
+  (Canceled).
+* ``validates_scheduled_delay`` (a976b2bf): the fact that makes the transfer start
+  (the second of source held / destination reserved) is also checked by
+  ``validate_scheduled_delay``: the delay ``StartTransfer`` would carry must be
+  finite and non-negative.
 """
 
 from __future__ import annotations
@@ -43,6 +56,7 @@ from handoff_fsm.model import (
     OutcomeKind,
     ReleaseSource,
     ReserveDestination,
+    Revision,
     SourceHeld,
     StartTransfer,
     SubmitPrefill,
@@ -60,6 +74,7 @@ class HandoffEffects(Protocol):
 
     # validators
     def validate_transfer_timing(self, fact: SourceHeld) -> None: ...
+    def validate_scheduled_delay(self, fact: SourceHeld | DestinationReserved) -> None: ...
     def reject_source_held_before_submit(self) -> None: ...
     def reject_destination_reserved_before_accept(self) -> None: ...
     def reject_transfer_completed_before_scheduled(self) -> None: ...
@@ -105,7 +120,7 @@ REJECTIONS: Final[dict[str, Rejection]] = {
 
 The one table of these codes and messages: engines raise them, diagrams draw them."""
 
-VALIDATORS: Final = frozenset({"validate_transfer_timing", *REJECTIONS})
+VALIDATORS: Final = frozenset({"validate_transfer_timing", "validate_scheduled_delay", *REJECTIONS})
 """Effects that only check (and may raise); they always run before any other effect."""
 
 
@@ -129,10 +144,20 @@ class HandoffChart(StateChart[Any]):
             source_idle.to(submitting, event="start", cond="source_first")
             source_idle.to(submitting, cond="destination_first and In('reserved')")
             submitting.to(submitted, event="prefill_submitted")
+            # Validators run before their transition's guard, so the unchecked transition
+            # comes first and the checked one is only considered when it applies.
             submitted.to(
                 held,
                 event="source_held",
                 validators="validate_transfer_timing",
+                cond="not (validates_scheduled_delay and In('reserved'))",
+                on="store_transfer_timing",
+            )
+            submitted.to(
+                held,
+                event="source_held",
+                validators=["validate_transfer_timing", "validate_scheduled_delay"],
+                cond="validates_scheduled_delay and In('reserved')",
                 on="store_transfer_timing",
             )
             held.to(releasing, cond="In('activated')")
@@ -160,7 +185,19 @@ class HandoffChart(StateChart[Any]):
             destination_idle.to(reserving, event="start", cond="destination_first")
             destination_idle.to(reserving, cond="source_first and In('held')")
             reserving.to(accepted, event="reservation_accepted")
-            accepted.to(reserved, event="destination_reserved", on="store_transferable_tokens")
+            accepted.to(
+                reserved,
+                event="destination_reserved",
+                cond="not (validates_scheduled_delay and In('held'))",
+                on="store_transferable_tokens",
+            )
+            accepted.to(
+                reserved,
+                event="destination_reserved",
+                validators="validate_scheduled_delay",
+                cond="validates_scheduled_delay and In('held')",
+                on="store_transferable_tokens",
+            )
             reserved.to(activating, cond="In('transferred')")
             activating.to(activated, event="activation_applied")
             # A destination cannot be reserved before it accepted ownership.
@@ -219,22 +256,33 @@ class HandoffChart(StateChart[Any]):
             destination_pending.to(destination_untouched, unless="destination_engaged")
             canceling_destination.to(destination_canceled, event="destination_cancel_confirmed")
 
+    decoding = State(enter="issue_complete")
+    """Complete with Success, the destination decoding (a976b2bf: a cancel can still come)."""
+    canceling_decode = State("canceling decode", enter="issue_cancel_destination")
     complete = State(final=True, enter="issue_complete")
 
     active.to(cleaning_up, event=["failed", "timed_out", "canceled", "action_failed"])
-    done_state_active = active.to(complete, on="mark_success")
+    # The framework's transition lists support `|`; its stubs do not say so.
+    done_state_active = active.to(  # type: ignore[operator]
+        complete, unless="reopens_after_success", on="mark_success"
+    ) | (active.to(decoding, cond="reopens_after_success", on="mark_success"))
     done_state_cleaning_up = cleaning_up.to(complete, on="mark_canceled")
+    decoding.to(canceling_decode, event=["failed", "timed_out", "canceled"])
+    canceling_decode.to(complete, event="destination_cancel_confirmed", on="mark_canceled")
 
     def __init__(
         self,
         model: HandoffEffects,
         order: HandoffOrder,
+        revision: Revision = Revision.SEED,
+        *,
         fields: ChartFields | None = None,
         configuration: tuple[str, ...] | None = None,
         state_field: str = "state",
     ) -> None:
         # Declared fields: the only non-configuration state guards may read.
         self.source_first = order is HandoffOrder.SOURCE_FIRST
+        self.revision = revision
         self.source_engaged = False
         self.destination_engaged = False
         self.completion: HandoffCompletion | None = None
@@ -250,6 +298,16 @@ class HandoffChart(StateChart[Any]):
     def destination_first(self) -> bool:
         """The destination is engaged first (SGLang)."""
         return not self.source_first
+
+    @property
+    def reopens_after_success(self) -> bool:
+        """A terminal fact after Success cancels the decoding destination (a976b2bf)."""
+        return self.revision in REVISION_GUARDS["reopens_after_success"]
+
+    @property
+    def validates_scheduled_delay(self) -> bool:
+        """The delay StartTransfer would carry is checked where it is scheduled (a976b2bf)."""
+        return self.revision in REVISION_GUARDS["validates_scheduled_delay"]
 
     # -- field updates (the chart's own bookkeeping; not effects) ----------------
     def engage_source(self) -> None:
@@ -269,6 +327,7 @@ class HandoffChart(StateChart[Any]):
         """The declared fields, which with the configuration make up the chart's state."""
         return ChartFields(
             source_first=self.source_first,
+            revision=self.revision,
             source_engaged=self.source_engaged,
             destination_engaged=self.destination_engaged,
             completion=self.completion,
@@ -276,9 +335,17 @@ class HandoffChart(StateChart[Any]):
 
     def load_fields(self, fields: ChartFields) -> None:
         self.source_first = fields.source_first
+        self.revision = fields.revision
         self.source_engaged = fields.source_engaged
         self.destination_engaged = fields.destination_engaged
         self.completion = fields.completion
+
+
+REVISION_GUARDS: Final[dict[str, frozenset[Revision]]] = {
+    "reopens_after_success": frozenset({Revision.A976B2BF}),
+    "validates_scheduled_delay": frozenset({Revision.A976B2BF}),
+}
+"""The guards by which revisions differ, and the revisions in which each holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +353,7 @@ class ChartFields:
     """The finite fields :class:`HandoffChart` guards may read besides ``In(...)``."""
 
     source_first: bool
+    revision: Revision = Revision.SEED
     source_engaged: bool = False
     destination_engaged: bool = False
     completion: HandoffCompletion | None = None

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from handoff_fsm.errors import HandoffErrorCode, handoff_error
 from handoff_fsm.model import (
-    ENGINE_ORDER,
+    BACKEND_ORDERS,
     U64,
     Backend,
     HandoffOrder,
     NormalizedHandoffEvent,
     NormalizedStoredTiming,
+    Revision,
     _Value,
+    checked_revision,
 )
 
 _E = NormalizedHandoffEvent
@@ -43,13 +45,14 @@ def expected_normalized_handoff(order: HandoffOrder) -> tuple[NormalizedHandoffE
     return _EXPECTED[order]
 
 
-def expected_order(engine_type: Backend) -> HandoffOrder:
-    """The order a backend uses; TRT-LLM does not support destination handoff."""
-    order = ENGINE_ORDER.get(engine_type)
+def expected_order(engine_type: Backend, revision: Revision = Revision.SEED) -> HandoffOrder:
+    """The order a backend uses under ``revision`` (seed: TRT-LLM has no destination handoff)."""
+    order = BACKEND_ORDERS[revision].get(engine_type)
     if order is None:
         raise handoff_error(
             HandoffErrorCode.UNSUPPORTED_BACKEND,
-            f"{engine_type.value}: TRT-LLM does not support destination handoff",
+            f"{engine_type.value}: TRT-LLM does not support destination handoff "
+            f"(revision {revision.value}; a976b2bf handles it like vLLM)",
         )
     return order
 
@@ -72,9 +75,14 @@ class NormalizedHandoffConformance(_Value):
     destination_drained: bool
     driver_drained: bool
 
-    def validate(self) -> None:  # type: ignore[override]  # pydantic's deprecated classmethod
-        """Raise :class:`~handoff_fsm.ConformanceError` for the first mismatch, as the reference."""
-        wanted = expected_order(self.engine_type)
+    def validate(  # type: ignore[override]  # pydantic's deprecated classmethod
+        self, revision: Revision | str = Revision.SEED
+    ) -> None:
+        """Raise :class:`~handoff_fsm.ConformanceError` for the first mismatch, as the reference.
+
+        ``revision`` decides which backends have an order (a976b2bf adds TRT-LLM).
+        """
+        wanted = expected_order(self.engine_type, checked_revision(revision))
         if self.order is not wanted:
             raise handoff_error(
                 HandoffErrorCode.CONFORMANCE_ORDER_MISMATCH,

@@ -31,7 +31,7 @@ from handoff_fsm.chart import (
     START,
 )
 from handoff_fsm.engines.compiled import ChartState, CompiledChart, Step, compiled_chart
-from handoff_fsm.model import ACTION_TYPES, HandoffAction, OutcomeKind
+from handoff_fsm.model import ACTION_TYPES, HandoffAction, OutcomeKind, Revision
 
 JournalEntry = tuple[int, type[HandoffAction], OutcomeKind | None]
 """(action id, action kind, kind of the recorded outcome or ``None`` while unacknowledged)."""
@@ -57,9 +57,9 @@ _ISSUES: Final[dict[str, type[Any]]] = {
 
 
 @cache
-def reachable_shapes() -> frozenset[Shape]:
-    """Every shape a coordinator can be in, for every order."""
-    compiled = compiled_chart()
+def reachable_shapes(revision: Revision = Revision.SEED) -> frozenset[Shape]:
+    """Every shape a coordinator following ``revision`` can be in, for every order."""
+    compiled = compiled_chart(revision)
     steps = {(step.source, step.event): step for step in compiled.steps}
     initial = [Shape(state.index, 0, (), False, False) for state in compiled.initial.values()]
     seen = set(initial)
@@ -81,6 +81,7 @@ def _successors(
     for event in (START, *FACT_EVENTS.values()):
         step = steps.get((state.index, event))
         if step is not None and not any(name in REJECTIONS for name in step.validators):
+            # Validators that check payloads pass for some payload: the step is taken.
             yield _apply(compiled, step, shape)
     if state.is_complete:
         return  # outcomes after completion are ignored (the journal was cleared)

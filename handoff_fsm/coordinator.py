@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from handoff_fsm.chart import FACT_EVENTS, START, HandoffChart
 from handoff_fsm.consistency import Shape, reachable_shapes, same_float
-from handoff_fsm.engines.compiled import ChartState, compiled_chart
+from handoff_fsm.engines.compiled import ChartState, CompiledChart, compiled_chart
 from handoff_fsm.engines.statechart import LiveChartState, live_state
 from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error
 from handoff_fsm.journal import ActionJournal
@@ -31,11 +31,13 @@ from handoff_fsm.model import (
     HandoffFact,
     HandoffOrder,
     IssuedHandoffAction,
+    Revision,
     StartTransfer,
+    checked_revision,
 )
-from handoff_fsm.run import HandoffRun, timing_inputs
+from handoff_fsm.run import HandoffRun, scheduled_delay_ms, timing_inputs
 from handoff_fsm.snapshot import HandoffSnapshot, RecordedOutcome
-from handoff_fsm.timing import validate_transfer_timing
+from handoff_fsm.timing import validate_transfer_delay_ms, validate_transfer_timing
 
 Engine = Literal["compiled", "statechart"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)
@@ -50,8 +52,10 @@ class HandoffCoordinator:
     ``engine="compiled"`` (default) runs the table compiled from the chart;
     ``engine="statechart"`` runs python-statemachine's interpreter on the same
     chart (slow; for debugging and live diagrams). Both behave identically.
-    Mistakes in the arguments raise :class:`~handoff_fsm.ConfigurationError`
-    (``invalid_handoff_id``, ``invalid_order``, ``invalid_engine``, ``invalid_fallback``).
+    ``revision`` picks the protocol revision (:class:`~handoff_fsm.Revision`, default
+    ``seed``). Mistakes in the arguments raise :class:`~handoff_fsm.ConfigurationError`
+    (``invalid_handoff_id``, ``invalid_order``, ``invalid_revision``, ``invalid_engine``,
+    ``invalid_fallback``).
     """
 
     __slots__ = ("_run",)
@@ -64,14 +68,18 @@ class HandoffCoordinator:
         order: HandoffOrder | str,
         fallback_transfer_delay_ms: float = 0.0,
         *,
+        revision: Revision | str = Revision.SEED,
         engine: Engine = "compiled",
     ) -> None:
         handoff_id = handoff_id if type(handoff_id) is UUID else _checked_handoff_id(handoff_id)
         order = order if type(order) is HandoffOrder else _checked_order(order, handoff_id)
+        revision = (
+            revision if type(revision) is Revision else checked_revision(revision, handoff_id)
+        )
         _check_engine(engine, handoff_id)
         fallback = _checked_fallback(fallback_transfer_delay_ms, handoff_id)
         run = HandoffRun(handoff_id, order, fallback, ActionJournal())
-        initial = _initial_state(order)
+        initial = _initial_state(order, revision)
         run.state = initial if engine == "compiled" else live_state(run, initial)
         self._run = run
 
@@ -84,6 +92,11 @@ class HandoffCoordinator:
     @property
     def order(self) -> HandoffOrder:
         return self._run.order
+
+    @property
+    def revision(self) -> Revision:
+        """The protocol revision this coordinator follows."""
+        return self._run.state.fields.revision
 
     @property
     def fallback_transfer_delay_ms(self) -> float:
@@ -176,6 +189,7 @@ class HandoffCoordinator:
         return HandoffSnapshot(
             handoff_id=run.handoff_id,
             order=run.order,
+            revision=fields.revision,
             fallback_transfer_delay_ms=run.fallback,
             state=run.state.leaves,
             source_engaged=fields.source_engaged,
@@ -227,7 +241,7 @@ class HandoffCoordinator:
 
     def __repr__(self) -> str:
         return (
-            f"HandoffCoordinator({self.handoff_id}, {self.order.value}, "
+            f"HandoffCoordinator({self.handoff_id}, {self.order.value}, {self.revision.value}, "
             f"state={list(self.state)}, completion={self.completion})"
         )
 
@@ -304,14 +318,15 @@ def _shown(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
-_INITIAL: dict[HandoffOrder, ChartState] = {}
+_INITIAL: dict[tuple[HandoffOrder, Revision], ChartState] = {}
 
 
-def _initial_state(order: HandoffOrder) -> ChartState:
-    state = _INITIAL.get(order)
+def _initial_state(order: HandoffOrder, revision: Revision) -> ChartState:
+    state = _INITIAL.get((order, revision))
     if state is None:
-        _INITIAL.update(compiled_chart().initial)
-        state = _INITIAL[order]
+        initial = compiled_chart(revision).initial
+        _INITIAL.update({(o, revision): s for o, s in initial.items()})
+        state = _INITIAL[order, revision]
     return state
 
 
@@ -345,7 +360,8 @@ def _checked_run(snapshot: HandoffSnapshot) -> tuple[HandoffRun, ChartState]:
     fallback = snapshot.fallback_transfer_delay_ms
     if not math.isfinite(fallback) or fallback < 0.0:
         raise _invalid(snapshot, f"fallback transfer delay {fallback!r} ms is not finite and >= 0")
-    chart_state = compiled_chart().lookup(snapshot.state, snapshot.chart_fields())
+    compiled = compiled_chart(snapshot.revision)
+    chart_state = compiled.lookup(snapshot.state, snapshot.chart_fields())
     if chart_state is None or chart_state.order is not snapshot.order:
         raise _invalid(
             snapshot, f"{list(snapshot.state)} with {snapshot.chart_fields()} is not a chart state"
@@ -368,7 +384,7 @@ def _checked_run(snapshot: HandoffSnapshot) -> tuple[HandoffRun, ChartState]:
         timing_stored=snapshot.transfer_timing is not None,
         tokens_stored=snapshot.transferable_prompt_tokens is not None,
     )
-    if shape not in reachable_shapes():
+    if shape not in reachable_shapes(snapshot.revision):
         raise _invalid(
             snapshot,
             "no sequence of inputs reaches this combination of chart state, issued actions, "
@@ -380,6 +396,12 @@ def _checked_run(snapshot: HandoffSnapshot) -> tuple[HandoffRun, ChartState]:
             validate_transfer_timing(timing)  # what the chart's validator checked when it arrived
         except HandoffError as error:
             raise _invalid(snapshot, f"stored transfer timing: {error.message}") from None
+    tokens = snapshot.transferable_prompt_tokens
+    if timing is not None and tokens is not None and _checks_scheduled_delay(compiled):
+        try:
+            validate_transfer_delay_ms(scheduled_delay_ms(timing_inputs(timing), tokens, fallback))
+        except HandoffError as error:
+            raise _invalid(snapshot, f"stored timing and tokens: {error.message}") from None
     journal = ActionJournal(snapshot.next_action_id)
     journal.issued = {i: type(entry.action) for i, entry in issued.items()}
     journal.outcomes = outcomes
@@ -406,3 +428,8 @@ def _checked_run(snapshot: HandoffSnapshot) -> tuple[HandoffRun, ChartState]:
                 f"action {entry.id} ({action!r}) is not the action this handoff issues there",
             )
     return run, chart_state
+
+
+def _checks_scheduled_delay(compiled: CompiledChart) -> bool:
+    """Whether this revision's chart validated the scheduled delay when both were stored."""
+    return any("validate_scheduled_delay" in step.validators for step in compiled.steps)

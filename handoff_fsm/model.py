@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from handoff_fsm.errors import HandoffErrorCode, handoff_error
 from handoff_fsm.timing import transfer_delay_ms
 
 U64_MAX = 2**64 - 1
@@ -47,6 +48,37 @@ class HandoffOrder(StrEnum):
 
     SOURCE_FIRST = "SourceFirst"
     DESTINATION_FIRST = "DestinationFirst"
+
+
+class Revision(StrEnum):
+    """Which revision of the reference protocol a coordinator follows (README, "Revisions").
+
+    ``SEED`` is the vendored reference with the library's improvements; ``A976B2BF`` is
+    upstream aisimulate at commit a976b2bf: a terminal fact after a successful handoff
+    reopens cleanup and cancels the decoding destination, and the delay actually
+    scheduled is validated where it is scheduled.
+    """
+
+    SEED = "seed"
+    A976B2BF = "a976b2bf"
+
+
+def checked_revision(value: object, handoff_id: UUID | None = None) -> Revision:
+    """``value`` as a :class:`Revision`; anything else is ``invalid_revision``."""
+    if type(value) is Revision:
+        return value
+    revision = _REVISIONS.get(value) if isinstance(value, str) else None
+    if revision is None:
+        shown = repr(value) if len(repr(value)) <= 80 else f"{repr(value)[:77]}..."
+        raise handoff_error(
+            HandoffErrorCode.INVALID_REVISION,
+            f"invalid protocol revision {shown}: expected one of {', '.join(_REVISIONS)}",
+            handoff_id=handoff_id,
+        )
+    return revision
+
+
+_REVISIONS: dict[str, Revision] = {revision.value: revision for revision in Revision}
 
 
 class TransferTimingMode(StrEnum):
@@ -425,8 +457,20 @@ class NormalizedStoredTiming(_Value):
     repeated_activation_hashes_after_activation: U64 = 0
 
 
-ENGINE_ORDER: dict[Backend, HandoffOrder] = {
-    Backend.VLLM: HandoffOrder.SOURCE_FIRST,
-    Backend.SGLANG: HandoffOrder.DESTINATION_FIRST,
+BACKEND_ORDERS: dict[Revision, dict[Backend, HandoffOrder]] = {
+    Revision.SEED: {
+        Backend.VLLM: HandoffOrder.SOURCE_FIRST,
+        Backend.SGLANG: HandoffOrder.DESTINATION_FIRST,
+    },
+    Revision.A976B2BF: {
+        Backend.VLLM: HandoffOrder.SOURCE_FIRST,
+        Backend.SGLANG: HandoffOrder.DESTINATION_FIRST,
+        Backend.TRTLLM: HandoffOrder.SOURCE_FIRST,
+    },
 }
-"""The handoff order each supported backend uses; TRT-LLM has none (unsupported)."""
+"""Per revision, the handoff order each supported backend uses.
+
+Under ``seed`` TRT-LLM has none (``unsupported_backend``); a976b2bf handles it like vLLM."""
+
+ENGINE_ORDER: dict[Backend, HandoffOrder] = BACKEND_ORDERS[Revision.SEED]
+"""The seed's backend orders (the reference's names)."""

@@ -34,7 +34,11 @@ from handoff_fsm.model import (
     SubmitPrefill,
     TransferTimingMode,
 )
-from handoff_fsm.timing import transfer_delay_ms, validate_transfer_timing
+from handoff_fsm.timing import (
+    transfer_delay_ms,
+    validate_transfer_delay_ms,
+    validate_transfer_timing,
+)
 
 if TYPE_CHECKING:
     from handoff_fsm.engines.compiled import ChartState
@@ -81,6 +85,23 @@ class HandoffRun:
     def validate_transfer_timing(self, fact: SourceHeld) -> None:
         try:
             validate_transfer_timing(fact.transfer_timing)
+        except HandoffError as error:
+            raise self.with_context(error) from None
+
+    def validate_scheduled_delay(self, fact: SourceHeld | DestinationReserved) -> None:
+        """a976b2bf: the delay ``StartTransfer`` is about to carry must be finite and >= 0.
+
+        ``fact`` completes the pair (held source, reserved destination) that starts the
+        transfer; the delay is computed as :meth:`transfer_delay_ms` would with it stored.
+        """
+        timing: TimingInputs | None
+        if isinstance(fact, SourceHeld):
+            timing, tokens = timing_inputs(fact.transfer_timing), self.tokens
+        else:
+            timing, tokens = self.timing, fact.transferable_prompt_tokens
+        delay = scheduled_delay_ms(timing, tokens, self.fallback)
+        try:
+            validate_transfer_delay_ms(delay)
         except HandoffError as error:
             raise self.with_context(error) from None
 
@@ -134,19 +155,8 @@ class HandoffRun:
     # ------------------------------------------------------------------ derived values
 
     def transfer_delay_ms(self) -> float:
-        """The reference's ``delay_ms(transferable tokens).unwrap_or(fallback)``."""
-        timing = self.timing
-        tokens = self.tokens
-        if timing is None or tokens is None:  # excluded by the chart and by restore()
-            raise AssertionError("transfer started without timing or transferable tokens")
-        full_prompt, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes = timing
-        delay = transfer_delay_ms(
-            prompt_tokens if full_prompt else tokens,
-            kv_bytes_per_token,
-            bandwidth_gb_s,
-            state_bytes,
-        )
-        return self.fallback if delay is None else delay
+        """The delay of this handoff's ``StartTransfer``."""
+        return scheduled_delay_ms(self.timing, self.tokens, self.fallback)
 
     def rebuild(self, kind: type[HandoffAction]) -> HandoffAction:
         """The action of this kind this handoff issues (actions are a function of its data)."""
@@ -183,6 +193,20 @@ class HandoffRun:
         error.handoff_id = self.handoff_id
         error.state = self.state.leaves
         return error
+
+
+def scheduled_delay_ms(timing: TimingInputs | None, tokens: int | None, fallback: float) -> float:
+    """The reference's ``delay_ms(transferable tokens).unwrap_or(fallback)``."""
+    if timing is None or tokens is None:  # excluded by the chart and by restore()
+        raise AssertionError("transfer started without timing or transferable tokens")
+    full_prompt, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes = timing
+    delay = transfer_delay_ms(
+        prompt_tokens if full_prompt else tokens,
+        kv_bytes_per_token,
+        bandwidth_gb_s,
+        state_bytes,
+    )
+    return fallback if delay is None else delay
 
 
 def timing_inputs(timing: HandoffTransferTiming) -> TimingInputs:

@@ -22,6 +22,7 @@ from handoff_fsm.model import (
     HandoffOrder,
     HandoffTransferTiming,
     IssuedHandoffAction,
+    Revision,
     _Value,
 )
 
@@ -42,6 +43,8 @@ class HandoffSnapshot(_Value):
     """Format version; exactly the integer 1 (``true`` or ``1.0`` are refused)."""
     handoff_id: HandoffId
     order: HandoffOrder
+    revision: Revision = Revision.SEED
+    """The protocol revision the coordinator follows."""
     fallback_transfer_delay_ms: F64
     state: tuple[str, ...]
     """Active atomic states of the chart, in document order (e.g. ``("held", "accepted", ...)``)."""
@@ -67,6 +70,7 @@ class HandoffSnapshot(_Value):
         """The chart's declared fields this snapshot records (with ``state``, its chart state)."""
         return ChartFields(
             source_first=self.order is HandoffOrder.SOURCE_FIRST,
+            revision=self.revision,
             source_engaged=self.source_engaged,
             destination_engaged=self.destination_engaged,
             completion=self.completion,

@@ -36,6 +36,7 @@ PUBLIC_API = {
     "on_fact",
     "order",
     "restore",
+    "revision",
     "snapshot",
     "start",
     "state",

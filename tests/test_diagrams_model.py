@@ -16,7 +16,7 @@ from handoff_fsm.verify.coverage import chart_transitions
 def test_every_state_of_the_chart_is_described_in_document_order() -> None:
     model = describe_chart()
     assert [s.id for s in model.states] == [s.id for s in document_order()]
-    assert model.top_level == ("active", "cleaning_up", "complete")
+    assert model.top_level == ("active", "cleaning_up", "decoding", "canceling_decode", "complete")
     assert model.initial == "active"
 
 
@@ -60,6 +60,8 @@ def test_entry_actions_come_from_the_issue_effects() -> None:
         "canceling_source": ("CancelSource",),
         "canceling_destination": ("CancelDestination",),
         "complete": ("Complete",),
+        "decoding": ("Complete",),
+        "canceling_decode": ("CancelDestination",),
     }
     assert model.state("submitting").entry_fields == ("source_engaged",)
 
@@ -82,7 +84,9 @@ def test_rejections_carry_their_error_codes() -> None:
         assert edge.actions == ()
         assert edge.rejection is REJECTIONS[edge.validators[0]].code
     assert {e.validators for e in model.edges if e.validators and e.rejection is None} == {
-        ("validate_transfer_timing",)
+        ("validate_transfer_timing",),
+        ("validate_transfer_timing", "validate_scheduled_delay"),
+        ("validate_scheduled_delay",),
     }
     assert {v for e in model.edges for v in e.validators} == set(VALIDATORS)
 

@@ -23,6 +23,7 @@ _C = HandoffErrorCode
 
 VALIDATOR_CODES: Final[dict[str, tuple[HandoffErrorCode, ...]]] = {
     "validate_transfer_timing": (_C.INVALID_TRANSFER_BANDWIDTH, _C.INVALID_TRANSFER_DELAY),
+    "validate_scheduled_delay": (_C.INVALID_TRANSFER_DELAY,),
 }
 """The codes each non-rejecting validator of the chart may raise (``timing.py`` raises them)."""
 

@@ -18,7 +18,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Any
 
-from handoff_fsm.chart import REJECTIONS, VALIDATORS, HandoffChart
+from handoff_fsm.chart import REJECTIONS, REVISION_GUARDS, VALIDATORS, HandoffChart
 from handoff_fsm.errors import HandoffErrorCode
 from handoff_fsm.model import ACTION_TYPES, HandoffCompletion
 
@@ -181,8 +181,15 @@ def action_of(effect: str) -> str | None:
 
 
 def field_text(name: str) -> str:
-    """A declared field in words: ``source_first`` -> ``source first``."""
-    return name.replace("_", " ")
+    """A declared field in words: ``source_first`` -> ``source first``.
+
+    A guard by which revisions differ names them: ``reopens after success (a976b2bf)``.
+    """
+    words = name.replace("_", " ")
+    revisions = REVISION_GUARDS.get(name)
+    if revisions:
+        words += f" ({', '.join(sorted(r.value for r in revisions))})"
+    return words
 
 
 def effect_text(effect: str) -> str:

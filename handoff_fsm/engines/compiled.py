@@ -37,7 +37,7 @@ from handoff_fsm.engines.harness import (
     rejecting,
     returns_action,
 )
-from handoff_fsm.model import HandoffCompletion, HandoffOrder
+from handoff_fsm.model import HandoffCompletion, HandoffOrder, Revision
 
 StepFunction = Callable[[Any, Any], list[Any]]
 """``step(run, payload) -> issued actions``; raises (changing nothing) on rejection.
@@ -69,6 +69,10 @@ class ChartState:
             else HandoffOrder.DESTINATION_FIRST
         )
 
+    @property
+    def revision(self) -> Revision:
+        return self.fields.revision
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -83,8 +87,9 @@ class Step:
 
 @dataclass(eq=False)
 class CompiledChart:
-    """The chart's reachable state space with one recorded :class:`Step` per transition."""
+    """One revision's reachable chart states with one recorded :class:`Step` per transition."""
 
+    revision: Revision
     states: list[ChartState]
     steps: list[Step]
     initial: dict[HandoffOrder, ChartState]
@@ -114,6 +119,16 @@ def _layout(chart: type[HandoffChart]) -> tuple[dict[str, int], frozenset[str]]:
     """Each state's document position, and the ids of the atomic states."""
     states = document_order(chart)
     return {s.id: i for i, s in enumerate(states)}, frozenset(s.id for s in states if s.is_atomic)
+
+
+@cache
+def completing_states(chart: type[HandoffChart] = HandoffChart) -> frozenset[str]:
+    """Ids of the states whose entry issues ``Complete``: being in one means "complete"."""
+    return frozenset(
+        state.id
+        for state in document_order(chart)
+        if any(c.func == "issue_complete" for c in state.enter if not c.is_convention)
+    )
 
 
 def configuration_of(sm: HandoffChart) -> tuple[str, ...]:
@@ -146,12 +161,16 @@ _FACT_EVENT_NAMES = frozenset(FACT_EVENTS.values())
 _FACT_PAYLOAD = {PAYLOAD: None}
 
 
-def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
-    """Explore every reachable chart state breadth-first, recording each event's step.
+def compile_chart(
+    chart: type[HandoffChart] = HandoffChart, revision: Revision = Revision.SEED
+) -> CompiledChart:
+    """Explore every reachable chart state of ``revision`` breadth-first, recording each step.
 
     The framework decides every (state, event) pair exactly once; the result is
-    the complete transition table of the chart, with generated step functions.
+    the complete transition table of the chart for that revision (both orders),
+    with generated step functions.
     """
+    completing = completing_states(chart)
     recorder = _Recorder()
     recorder.log = []
 
@@ -173,7 +192,7 @@ def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
             configuration=configuration,
             leaves=leaves_of(configuration, chart),
             fields=fields,
-            is_complete="complete" in configuration,
+            is_complete=not completing.isdisjoint(configuration),
             completion=fields.completion,
         )
         index[key] = state
@@ -184,7 +203,7 @@ def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
     machines: dict[bool, HandoffChart] = {}
     initial: dict[HandoffOrder, ChartState] = {}
     for order in HandoffOrder:
-        sm = chart(recorder, order)
+        sm = chart(recorder, order, revision)
         machines[order is HandoffOrder.SOURCE_FIRST] = sm
         initial[order] = intern(key_of(sm))
     if recorder.log:
@@ -195,7 +214,7 @@ def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
         for event in INPUT_EVENTS:
             sm = machines[source.fields.source_first]
             if sm.is_terminated:  # a final configuration stops the framework's engine
-                sm = chart(recorder, source.order)
+                sm = chart(recorder, source.order, revision)
                 machines[source.fields.source_first] = sm
             recorder.state = OrderedSet(source.configuration)
             sm.load_fields(source.fields)
@@ -211,15 +230,20 @@ def compile_chart(chart: type[HandoffChart] = HandoffChart) -> CompiledChart:
             target = intern(key_of(sm))
             if not log and target is source:
                 continue  # ignored here
-            validators = tuple(name for name in log if name in VALIDATORS)
-            if log[: len(validators)] != validators:
+            checked = 0
+            while checked < len(log) and log[checked] in VALIDATORS:
+                checked += 1
+            if any(name in VALIDATORS for name in log[checked:]):
                 raise AssertionError(f"{event}: validators ran after effects: {log}")
-            steps.append(
-                Step(source.index, event, validators, log[len(validators) :], target.index)
-            )
+            # The framework runs the validators of every transition it considers; they
+            # only check, so each runs once, in first-seen order.
+            validators = tuple(dict.fromkeys(log[:checked]))
+            steps.append(Step(source.index, event, validators, log[checked:], target.index))
 
     by_leaves = {(state.leaves, state.fields): state for state in states}
-    compiled = CompiledChart(states=states, steps=steps, initial=initial, _index=by_leaves)
+    compiled = CompiledChart(
+        revision=revision, states=states, steps=steps, initial=initial, _index=by_leaves
+    )
     _bind_steps(compiled)
     return compiled
 
@@ -256,6 +280,6 @@ def _generate(step: Step, target: ChartState) -> StepFunction:
 
 
 @cache
-def compiled_chart() -> CompiledChart:
-    """The compiled :class:`HandoffChart`, built on first use and kept for the process."""
-    return compile_chart(HandoffChart)
+def compiled_chart(revision: Revision = Revision.SEED) -> CompiledChart:
+    """The compiled :class:`HandoffChart` of ``revision``, built on first use and kept."""
+    return compile_chart(HandoffChart, revision)

@@ -14,7 +14,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from handoff_fsm.chart import PAYLOAD, ChartFields, HandoffChart
-from handoff_fsm.engines.compiled import ChartState, StepFunction, configuration_of, leaves_of
+from handoff_fsm.engines.compiled import (
+    ChartState,
+    StepFunction,
+    completing_states,
+    configuration_of,
+    leaves_of,
+)
 from handoff_fsm.engines.harness import effects_model
 from handoff_fsm.model import HandoffCompletion
 
@@ -47,7 +53,8 @@ class LiveChartState:
 
     @property
     def is_complete(self) -> bool:
-        return any(s.id == "complete" for s in self.chart.configuration)
+        completing = completing_states()
+        return any(s.id in completing for s in self.chart.configuration)
 
     @property
     def completion(self) -> HandoffCompletion | None:
@@ -100,6 +107,7 @@ def live_state(run: HandoffRun, start: ChartState) -> LiveChartState:
     chart = HandoffChart(
         adapter,
         start.order,
+        start.revision,
         fields=start.fields,
         configuration=start.configuration,
         state_field="configuration",
