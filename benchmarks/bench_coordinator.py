@@ -12,7 +12,8 @@ really ended the way it should, so a broken side cannot look fast.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -69,6 +70,13 @@ LIBRARY = Side(
     success=hf.HandoffCompletion.SUCCESS,
     canceled=hf.HandoffCompletion.CANCELED,
 )
+
+LIBRARY_A976B2BF = replace(
+    LIBRARY,
+    name="library (a976b2bf)",
+    coordinator=partial(hf.HandoffCoordinator, revision=hf.Revision.A976B2BF),
+)
+"""The library following upstream a976b2bf (the hand-written yardstick is the seed)."""
 
 HANDWRITTEN = Side(
     name="hand-written",

@@ -175,12 +175,21 @@ def _built(
     return lambda slots, ids: builder(side, slots, ids)
 
 
+TIMED_A976B2BF: tuple[tuple[str, coordinator.Workload, float | None, float | None], ...] = (
+    ("full handoff, source first (a976b2bf)", coordinator.success_source_first, 2.0, 1.5),
+    ("timeout and cleanup handoff (a976b2bf)", coordinator.timeout_cleanup, 2.0, None),
+)
+"""The same workloads on the a976b2bf revision, against the same (seed) yardstick."""
+
+
 def coordinator_rows(profile: Profile) -> list[Row]:
     rows = []
-    for label, workload, target, stretch in TIMED:
+    runs = [(coordinator.LIBRARY, *row) for row in TIMED]
+    runs += [(coordinator.LIBRARY_A976B2BF, *row) for row in TIMED_A976B2BF]
+    for side, label, workload, target, stretch in runs:
         _progress(label)
         result = harness.compare(
-            _timed(coordinator.LIBRARY, workload),
+            _timed(side, workload),
             _timed(coordinator.HANDWRITTEN, workload),
             pairs=profile.pairs,
             min_sample_s=profile.min_sample_s,
