@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from handoff_fsm.diagrams import EdgeKind, Highlight, describe_chart, render, statechart_dot
 from handoff_fsm.diagrams.dot import edge_label_lines
 
@@ -76,6 +78,7 @@ def test_initial_markers_mark_each_region_start_and_the_chart_start() -> None:
     assert '"complete" -> "__end_complete__";' in dot
 
 
+@pytest.mark.requires("dot")
 def test_the_svg_contains_every_state_and_is_deterministic() -> None:
     model = describe_chart()
     dot = statechart_dot(model)
@@ -91,6 +94,7 @@ def test_the_svg_contains_every_state_and_is_deterministic() -> None:
     assert "[source held and" in texts
 
 
+@pytest.mark.requires("dot")
 def test_the_png_stays_viewable_at_full_size() -> None:
     png = render(statechart_dot(describe_chart()), "png")
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
@@ -101,6 +105,7 @@ def test_the_png_stays_viewable_at_full_size() -> None:
     assert 800 < height < 1800
 
 
+@pytest.mark.requires("dot")
 def test_a_highlight_marks_visited_states_taken_edges_and_the_final_configuration() -> None:
     model = describe_chart()
     start = next(e for e in model.edges if e.events == ("start",) and e.source == "source_idle")

@@ -43,17 +43,20 @@ def _contents(folder: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
+@pytest.mark.requires("dot")
 def test_the_committed_diagrams_are_up_to_date(regenerated: Path) -> None:
     report = drift(COMMITTED, _contents(regenerated))
     assert report.ok, f"diagrams/ is out of date: {report}"
 
 
+@pytest.mark.requires("dot")
 def test_a_rerun_writes_byte_identical_files(regenerated: Path, tmp_path: Path) -> None:
     write_diagrams(tmp_path)
     write_review(tmp_path / REVIEW_NAME)
     assert _contents(tmp_path) == _contents(regenerated)
 
 
+@pytest.mark.requires("dot")
 def test_generated_files_are_the_documented_set(regenerated: Path) -> None:
     names = set(_contents(regenerated))
     assert {"statechart.dot", "statechart.svg", "statechart.png", "statechart.mmd"} <= names
@@ -79,6 +82,7 @@ def changed_chart(monkeypatch: pytest.MonkeyPatch) -> type[HandoffChart]:
     return changed
 
 
+@pytest.mark.requires("dot")
 def test_the_drift_check_fails_when_the_chart_changes(
     changed_chart: type[HandoffChart], tmp_path: Path
 ) -> None:

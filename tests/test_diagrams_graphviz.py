@@ -10,11 +10,13 @@ from handoff_fsm.diagrams import GraphvizMissingError, render
 from handoff_fsm.diagrams.render import require
 
 
+@pytest.mark.requires("dot")
 def test_render_gives_svg_and_png() -> None:
     assert b"<svg" in render("digraph { a -> b }", "svg")
     assert render("digraph { a -> b }", "png").startswith(b"\x89PNG")
 
 
+@pytest.mark.requires("dot")
 def test_a_dot_syntax_error_is_reported() -> None:
     with pytest.raises(RuntimeError, match="syntax error"):
         render("digraph { a -> }", "svg")
