@@ -38,13 +38,11 @@ STEP_PATHS = [path for path in PATHS if path.step is not None]
 
 
 def _listen(coordinator: HandoffCoordinator) -> FiredTransitions:
-    """Attach a listener to the chart a statechart-engine coordinator runs.
-
-    The coordinator has no public hook for this; its live chart is reached here.
-    """
+    """Attach a listener to the live chart of a statechart-engine coordinator."""
     listener = FiredTransitions()
-    live: Any = coordinator._state
-    live.chart.add_listener(listener)
+    chart: Any = coordinator.chart  # python-statemachine's listener API is untyped
+    assert chart is not None
+    chart.add_listener(listener)
     return listener
 
 
