@@ -1,7 +1,7 @@
 """The yardstick: the reference coordinator ported by hand to plain, idiomatic Python.
 
 Rule kept here: this is a straight port of ``HandoffCoordinatorCore`` from
-``seeds/replay_handoff.rs`` (flags in ``@dataclass(slots=True)`` progress structs,
+``tests/oracle/reference/replay_handoff.rs`` (flags in ``@dataclass(slots=True)`` progress structs,
 frozen slotted dataclasses for facts, actions and outcomes, the reference's delay
 arithmetic and validation), written the way a competent engineer would write it
 without a statechart: no validation of caller-built values beyond what the

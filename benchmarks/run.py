@@ -1,7 +1,8 @@
 """``make bench``: the library against a hand-written coordinator and plain JSON, one table.
 
 Rule kept here: this script only orchestrates and reports; the measuring lives
-in :mod:`harness`, :mod:`bench_coordinator` and :mod:`bench_replay`, and every
+in :mod:`harness`, :mod:`bench_coordinator`, :mod:`bench_replay`,
+:mod:`bench_simulate` and :mod:`bench_explore`, and every
 number in the table was measured in this run, on this machine. A ratio is
 library cost over yardstick cost (lower is better); ``--check`` exits 1 naming
 each target that was missed or could not be measured. Timing is never asserted
@@ -24,6 +25,7 @@ from pathlib import Path
 from uuid import UUID
 
 import bench_coordinator as coordinator
+import bench_explore as exploration
 import bench_replay as replay
 import harness
 
@@ -50,6 +52,7 @@ class Profile:
     in_process_pairs: int
     simulate_handoffs: int
     simulate_repeats: int
+    explore_repeats: int
 
 
 FULL = Profile(
@@ -64,6 +67,7 @@ FULL = Profile(
     in_process_pairs=7,
     simulate_handoffs=20_000,
     simulate_repeats=5,
+    explore_repeats=3,
 )
 QUICK = Profile(
     name="quick",
@@ -77,6 +81,7 @@ QUICK = Profile(
     in_process_pairs=3,
     simulate_handoffs=500,
     simulate_repeats=1,
+    explore_repeats=1,
 )
 
 
@@ -288,6 +293,18 @@ def simulate_row(profile: Profile) -> Row:
         )
 
 
+def explore_row(profile: Profile) -> Row:
+    """No yardstick explores this state space: the ratio is CPU time over a fixed budget."""
+    _progress("exhaustive exploration, both orders")
+    label = "exhaustive exploration, both orders (`handoff-fsm check`)"
+    budget = f"budget {exploration.BUDGET_S:g} s CPU"
+    try:
+        seconds = exploration.measure(repeats=profile.explore_repeats)
+    except Exception as error:  # report it in the table, keep the other results
+        return Row(label, "—", budget, None, 1.0, failure=f"{type(error).__name__}: {error}")
+    return Row(label, f"{seconds:.2f} s CPU", budget, seconds / exploration.BUDGET_S, 1.0)
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -342,7 +359,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     profile = QUICK if args.quick else FULL
     command = " ".join(["python benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
     start = time.perf_counter()
-    rows = [*coordinator_rows(profile), *replay_rows(profile), simulate_row(profile)]
+    rows = [
+        *coordinator_rows(profile),
+        *replay_rows(profile),
+        simulate_row(profile),
+        explore_row(profile),
+    ]
     print(report(rows, profile, command, time.perf_counter() - start))
     missed = [row for row in rows if row.missed]
     if args.check and missed:

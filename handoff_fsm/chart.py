@@ -3,11 +3,12 @@
 Rule kept here: everything that decides *what may happen next* is declared in
 :class:`HandoffChart` (states, events, guards) and in the input vocabulary below
 (which fact or outcome becomes which event). Guards read only ``In(...)`` and the
-declared finite :data:`CHART_FIELDS`; event data never steers a transition, it
-only feeds validators (which may reject an input before anything changes) and
+declared finite fields (:class:`ChartFields`); event data never steers a transition,
+it only feeds validators (which may reject an input before anything changes) and
 the payloads of actions. Everything the chart *does* is a named effect on its
 model (:class:`HandoffEffects`), so a faster engine can replay the chart's
 decisions (see :mod:`handoff_fsm.engines.compiled`) and diagrams can draw them.
+Why these rules make compilation sound: docs/ARCHITECTURE.md §4.
 
 The behaviour is the Rust reference ``HandoffCoordinatorCore``:
 

@@ -5,7 +5,7 @@ by pydantic on construction; values the *library* builds (actions, issued
 actions) go through a trusted constructor, because their fields come from
 values that were already validated and re-validating them would dominate the
 cost of a handoff. Python names mirror the Rust reference
-(``seeds/replay_handoff.rs``); wire names live in :mod:`handoff_fsm.io.wire`.
+(``tests/oracle/reference/replay_handoff.rs``); wire names live in :mod:`handoff_fsm.io.wire`.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import bench_coordinator  # noqa: E402
+import bench_explore  # noqa: E402
 import handwritten  # noqa: E402
 import harness  # noqa: E402
 import json_roundtrip  # noqa: E402
@@ -440,6 +441,26 @@ def test_cached_trace_is_written_once(tmp_path: Path, monkeypatch: pytest.Monkey
     assert tracegen.cached_trace(500, seed=9, in_flight=8).read_text(encoding="utf-8") == "kept\n"
 
 
+# ----------------------------------------------------------------------------- exploration
+
+
+class _ForgetsCancelDestination(hf.HandoffCoordinator):
+    """Never issues CancelDestination: cleanup completes with the destination still held."""
+
+    def on_fact(self, fact: hf.HandoffFact) -> list[hf.IssuedHandoffAction]:
+        return [
+            issued
+            for issued in super().on_fact(fact)
+            if not isinstance(issued.action, hf.CancelDestination)
+        ]
+
+
+def test_exploration_benchmark_refuses_a_broken_coordinator() -> None:
+    # A broken exploration must not be timed as if it were the real one.
+    with pytest.raises(AssertionError, match="exploration not clean"):
+        bench_explore.measure(repeats=1, factory=_ForgetsCancelDestination)
+
+
 # ----------------------------------------------------------------------------- runner
 
 
@@ -470,5 +491,7 @@ def test_quick_run_prints_every_row() -> None:
     assert labels[: len(run.TIMED)] == [label for label, _, _, _ in run.TIMED]
     assert sum(label.startswith("bytes per live coordinator") for label in labels) == 2
     assert sum(label.startswith("replay") for label in labels) == 4
-    assert labels[-1].startswith("simulate")
+    assert labels[-2].startswith("simulate")
+    assert labels[-1].startswith("exhaustive exploration, both orders")
+    assert "NOT MEASURED" not in result.stdout
     assert "Quick run" in result.stdout

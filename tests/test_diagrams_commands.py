@@ -10,6 +10,7 @@ from handoff_fsm.cli import main
 from handoff_fsm.diagrams import diagram_files, review_files
 
 
+@pytest.mark.requires("dot")
 def test_diagrams_writes_every_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     assert main(["diagrams", str(out)]) == 0

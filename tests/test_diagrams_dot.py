@@ -104,6 +104,7 @@ def test_initial_markers_mark_each_region_start_and_the_chart_start() -> None:
     assert "complete -> __end_complete__" in statements
 
 
+@pytest.mark.requires("dot")
 def test_the_svg_contains_every_state_and_is_deterministic() -> None:
     model = describe_chart()
     dot = statechart_dot(model)
@@ -120,6 +121,7 @@ def test_the_svg_contains_every_state_and_is_deterministic() -> None:
     assert "[source held and" in texts
 
 
+@pytest.mark.requires("dot")
 def test_the_png_stays_viewable_at_full_size() -> None:
     dot = statechart_dot(describe_chart())
     png = render(dot, "png")
@@ -132,6 +134,7 @@ def test_the_png_stays_viewable_at_full_size() -> None:
     assert 800 < height < 1800
 
 
+@pytest.mark.requires("dot")
 def test_a_highlight_marks_visited_states_taken_edges_and_the_final_configuration() -> None:
     model = describe_chart()
     start = next(e for e in model.edges if e.events == ("start",) and e.source == "source_idle")

@@ -62,17 +62,20 @@ def _contents(folder: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
+@pytest.mark.requires("dot")
 def test_the_committed_diagrams_are_up_to_date(regenerated: Path) -> None:
     report = drift(COMMITTED, _contents(regenerated))
     assert report.ok, f"diagrams/ is out of date: {report}"
 
 
+@pytest.mark.requires("dot")
 def test_a_rerun_writes_byte_identical_files(regenerated: Path, tmp_path: Path) -> None:
     write_diagrams(tmp_path)
     write_review(tmp_path / REVIEW_NAME)
     assert _contents(tmp_path) == _contents(regenerated)
 
 
+@pytest.mark.requires("dot")
 def test_generated_files_are_the_documented_set(regenerated: Path) -> None:
     names = set(_contents(regenerated))
     assert {"statechart.dot", "statechart.svg", "statechart.png", "statechart.mmd"} <= names
@@ -98,6 +101,7 @@ def changed_chart(monkeypatch: pytest.MonkeyPatch) -> type[HandoffChart]:
     return changed
 
 
+@pytest.mark.requires("dot")
 def test_the_drift_check_fails_when_the_chart_changes(
     changed_chart: type[HandoffChart], tmp_path: Path
 ) -> None:
@@ -143,6 +147,7 @@ def committed_copy(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.requires("dot")
 @pytest.mark.parametrize("name", ["statechart.svg", "statechart.png"])
 def test_a_figure_drawn_from_a_stale_chart_is_caught(
     changed_chart: type[HandoffChart], committed_copy: Path, regenerated: Path, name: str
@@ -154,6 +159,7 @@ def test_a_figure_drawn_from_a_stale_chart_is_caught(
     assert (report.stale, report.missing, report.extra) == ((name,), (), ())
 
 
+@pytest.mark.requires("dot")
 @pytest.mark.parametrize("name", ["statechart.svg", "statechart.png"])
 def test_an_unstamped_figure_is_stale(committed_copy: Path, regenerated: Path, name: str) -> None:
     dot = (committed_copy / "statechart.dot").read_text(encoding="utf-8")
@@ -181,6 +187,7 @@ def _recompressed(png: bytes) -> bytes:
     return png[:8] + head + idat + tail
 
 
+@pytest.mark.requires("dot")
 def test_figures_drawn_by_another_graphviz_or_other_fonts_are_current(
     committed_copy: Path, regenerated: Path
 ) -> None:
@@ -198,6 +205,7 @@ def test_figures_drawn_by_another_graphviz_or_other_fonts_are_current(
     assert drift(committed_copy, _contents(regenerated)).ok
 
 
+@pytest.mark.requires("dot")
 def test_text_files_are_compared_byte_for_byte(committed_copy: Path, regenerated: Path) -> None:
     for name in ("statechart.dot", "statechart.mmd", "transitions.md", REVIEW_NAME):
         path = committed_copy / name

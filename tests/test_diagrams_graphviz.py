@@ -27,6 +27,7 @@ INSTALL_COMMANDS = (
 )
 
 
+@pytest.mark.requires("dot")
 def test_render_gives_stamped_svg_and_png() -> None:
     source = "digraph { a -> b }"
     svg = render(source, "svg")
@@ -36,6 +37,7 @@ def test_render_gives_stamped_svg_and_png() -> None:
     assert read_stamp("svg", svg) == read_stamp("png", png) == dot_digest(source)
 
 
+@pytest.mark.requires("dot")
 def test_a_dot_syntax_error_is_one_line_with_graphvizs_message() -> None:
     with pytest.raises(GraphvizError, match="syntax error") as caught:
         render("digraph { a -> }", "svg")
@@ -110,6 +112,7 @@ SHOWN = 'a<b>&c "q" \\"r\\\\" \\N \\G \\l \\   \\x00\\x01\\x1b[31m\\ud800\\ufffe
 """What a label shows for HOSTILE: every character as written, controls spelled out."""
 
 
+@pytest.mark.requires("dot")
 @pytest.mark.parametrize("kind", ["html", "plain"])
 def test_any_text_is_drawn_exactly_as_written(kind: str) -> None:
     label = html(f"<i>{text(HOSTILE)}</i>") if kind == "html" else plain(HOSTILE)
@@ -125,6 +128,7 @@ def test_a_plain_label_is_never_markup() -> None:
     assert quote(html(text("<b>"))) == "<&lt;b&gt;>"
 
 
+@pytest.mark.requires("dot")
 @pytest.mark.parametrize("value", ["ends in a backslash \\", "\\", "<>", ""])
 def test_edge_cases_are_drawn_as_written(value: str) -> None:
     for label in (html(text(value)), plain(value)):

@@ -181,6 +181,7 @@ def _mermaid_check(paths: list[Path]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.requires("node")
 def test_mermaid_parses_every_generated_file_and_every_review_block(tmp_path: Path) -> None:
     files = {"statechart.mmd": statechart_mermaid(describe_chart())}
     files |= {f"lifecycle_{r.scenario.name}.mmd": sequence_mermaid(r) for r in lifecycles()}
@@ -202,6 +203,7 @@ def test_mermaid_parses_every_generated_file_and_every_review_block(tmp_path: Pa
             check_sequence_diagram(block)
 
 
+@pytest.mark.requires("node")
 def test_mermaid_check_rejects_a_broken_file(tmp_path: Path) -> None:
     # The check above could not fail if the tool accepted anything.
     broken = tmp_path / "broken.mmd"

@@ -107,7 +107,14 @@ def test_the_overlay_numbers_taken_edges_and_lists_the_errors() -> None:
     assert 'fillcolor="#ffffff"' in untouched  # never visited
 
 
-@pytest.mark.parametrize("suffix", [".svg", ".png", ".dot"])
+@pytest.mark.parametrize(
+    "suffix",
+    [
+        pytest.param(".svg", marks=pytest.mark.requires("dot")),
+        pytest.param(".png", marks=pytest.mark.requires("dot")),
+        ".dot",
+    ],
+)
 def test_write_overlay_writes_each_format(tmp_path: Path, suffix: str) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text("\n".join(_trace()) + "\n", encoding="utf-8")
@@ -123,6 +130,7 @@ def test_write_overlay_refuses_an_unknown_format(tmp_path: Path) -> None:
         write_overlay(trace, tmp_path / "out.gif")
 
 
+@pytest.mark.requires("dot")
 def test_the_diagram_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text("\n".join(_trace()), encoding="utf-8")

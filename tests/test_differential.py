@@ -21,6 +21,8 @@ from tests.differential import (
     run_oracle,
 )
 
+pytestmark = pytest.mark.requires("cargo")
+
 
 @pytest.fixture(scope="module")
 def oracle() -> Path:

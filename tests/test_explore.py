@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import time
 from collections import Counter
 from functools import cache, partial
 
@@ -103,11 +102,14 @@ def test_both_orders_together_cover_every_declared_transition() -> None:
     assert both.states == coverage_totals().states
 
 
-def test_whole_exploration_takes_under_thirty_seconds() -> None:
-    began = time.perf_counter()
+def test_a_second_exploration_gives_the_same_report() -> None:
+    # How long it takes is `make bench-check`'s business (benchmarks/run.py), not a test's.
     for order in HandoffOrder:
-        assert explore(order).ok
-    assert time.perf_counter() - began < 30.0
+        again = explore(order).to_json()
+        first = report(order).to_json()
+        assert again["ok"]
+        assert again.pop("seconds") >= 0.0 and first.pop("seconds") >= 0.0
+        assert again == first
 
 
 def test_the_statechart_engine_explores_the_same_state_space() -> None:

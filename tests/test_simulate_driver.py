@@ -123,13 +123,18 @@ def test_destination_missing_timing_charges_only_the_missing_tokens() -> None:
     assert delay == pytest.approx(400 * 131_072 / 25e9 * 1e3)
 
 
-def test_nothing_sleeps_virtual_time_is_free() -> None:
-    started = time.perf_counter()
+def test_nothing_sleeps_virtual_time_is_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Speed is `make bench-check`'s business (simulation vs driving coordinators directly);
+    # here: a minute of virtual waiting passes without the driver ever sleeping.
+    def no_sleep(seconds: float) -> None:
+        raise AssertionError(f"the simulation slept {seconds} s")
+
+    monkeypatch.setattr(time, "sleep", no_sleep)
     result = simulate(
         SimulationConfig(handoffs=200, faults=FaultPlan.uniform(0.2), deadline_ms=60_000.0)
     )
     assert result.virtual_ms > 60_000.0  # some handoff waited for its deadline
-    assert time.perf_counter() - started < 5.0
+    assert result.completed == 200 and result.timeouts > 0
 
 
 class LiveCounter(InputLog):

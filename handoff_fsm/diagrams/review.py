@@ -270,8 +270,8 @@ def _space_section(reports: tuple[ExplorationReport, ...]) -> list[str]:
         "",
         "### The chart",
         "",
-        "From the compiled chart (`runtime.compiled_chart()`): python-statemachine ran every "
-        "input event in every reachable chart state once. A chart state is an active "
+        "From the compiled chart (`engines.compiled.compiled_chart()`): python-statemachine "
+        "ran every input event in every reachable chart state once. A chart state is an active "
         "configuration plus the declared fields guards read (order, which owners were "
         "engaged, completion).",
         "",

@@ -8,7 +8,8 @@ Python function: run the validators, move to the target state, run the effects,
 return the actions they issued. Change the chart and the table changes with it.
 
 This is sound because guards read only ``In(...)`` and the declared fields, and
-event data only reaches validators and effects (see :mod:`handoff_fsm.chart`).
+event data only reaches validators and effects (see :mod:`handoff_fsm.chart` and
+docs/ARCHITECTURE.md §4).
 """
 
 from __future__ import annotations

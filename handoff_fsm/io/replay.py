@@ -72,7 +72,7 @@ DEFAULT_REMEMBER_COMPLETED = 10_000
 
 
 class TraceReplayer:
-    """Applies trace operations to named coordinators (see DESIGN.md §7 / README).
+    """Applies trace operations to named coordinators (docs/ARCHITECTURE.md §7, README).
 
     Replies are formatted as JSON text directly (the same text ``json.dumps`` would
     give for the reply object): at a million lines, building and re-encoding reply

@@ -4,7 +4,8 @@ Public API of the package only; no logic here. Modules: :mod:`.config`
 (settings and distributions), :mod:`.faults` (fault plans), :mod:`.endpoints`
 (fake source, destination, transfer), :mod:`.driver` (the event loop),
 :mod:`.trace` (recording inputs), :mod:`.result` / :mod:`.summary` (what a run
-produced), :mod:`.fixture` (conformance records), :mod:`.cli` (``handoff-fsm simulate``).
+produced), :mod:`.fixture` (conformance records); the ``handoff-fsm simulate`` command is
+:mod:`handoff_fsm.cli.simulate`.
 """
 
 from handoff_fsm.simulate.config import (

@@ -8,10 +8,16 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
 
-seed="${HANDOFF_SEED:-/work/shared/seeds/replay_handoff.rs}"
-if [[ -f "$seed" ]] && ! cmp -s "$seed" reference/replay_handoff.rs; then
-    echo "build.sh: reference/replay_handoff.rs differs from $seed (it must be a byte-identical copy)" >&2
-    exit 1
+seed="${HANDOFF_SEED:-}"
+if [[ -n "$seed" ]]; then
+    if [[ ! -f "$seed" ]]; then
+        echo "build.sh: HANDOFF_SEED=$seed is not a file" >&2
+        exit 1
+    fi
+    if ! cmp -s "$seed" reference/replay_handoff.rs; then
+        echo "build.sh: reference/replay_handoff.rs differs from $seed (it must be a byte-identical copy)" >&2
+        exit 1
+    fi
 fi
 
 cargo build --offline --release --quiet >&2

@@ -2,8 +2,8 @@
 """Check handoff-oracle against hand-derived expectations for examples/*.jsonl.
 
 The expectations below were derived by reading reference/replay_handoff.rs
-(and DESIGN.md §6/§7), not by running the oracle. For every example and both
-variants this checks, per line: the actions (ids, kinds, handoff ids, delays
+(and docs/ARCHITECTURE.md §6/§7), not by running the oracle. For every example
+and both variants this checks, per line: the actions (ids, kinds, handoff ids, delays
 bit-for-bit against Python float arithmetic) or the error code (and message
 fragments), complete/completion and the echoed coordinator; that every reply
 is byte-identical to Python's ``json.dumps(json.loads(reply))``; and that the

@@ -1,5 +1,5 @@
-//! `handoff-oracle`: replays a DESIGN.md §7 trace (JSON lines on stdin) through
-//! the vendored Rust reference `HandoffCoordinatorCore` and writes one JSON
+//! `handoff-oracle`: replays a trace (docs/ARCHITECTURE.md §7; JSON lines on stdin)
+//! through the vendored Rust reference `HandoffCoordinatorCore` and writes one JSON
 //! reply per input line to stdout.
 //!
 //! Rule kept here: the harness owns I/O, the coordinator table and the
@@ -39,8 +39,8 @@ const USAGE: &str = "\
 usage: handoff-oracle [--raw | --improved] < TRACE.jsonl > REPLIES.jsonl
        handoff-oracle --dump-improved-source
 
-Replays a handoff trace (DESIGN.md §7) through the Rust reference coordinator.
-  --improved   (default) the reference with the DESIGN.md §6 improvements
+Replays a handoff trace (docs/ARCHITECTURE.md §7) through the Rust reference coordinator.
+  --improved   (default) the reference with the docs/ARCHITECTURE.md §6 improvements
   --raw        the reference exactly as written (release build: no debug_assert!)
   --dump-improved-source  print the patched reference the improved variant runs
 ";

@@ -1,4 +1,4 @@
-//! Trace-line schema (DESIGN.md §7): a parsed JSON value becomes an [`Op`].
+//! Trace-line schema (docs/ARCHITECTURE.md §7): a parsed JSON value becomes an [`Op`].
 //!
 //! Rule kept here: strict, serde-like decoding that also rejects unknown keys
 //! and duplicate keys. Integers are JSON integers without sign, fraction or

@@ -3,7 +3,7 @@
 //! Rule kept here: this file only *translates* (harness values <-> the
 //! reference's types); every decision about a handoff is made by the
 //! reference code (`raw` = the vendored file as written, `improved` = the same
-//! file patched by build.rs). The one exception is DESIGN.md §6.3 (reject an
+//! file patched by build.rs). The one exception is docs/ARCHITECTURE.md §6.3 (reject an
 //! invalid fallback at construction), which the harness applies for the
 //! improved variant because `new_with_fallback` cannot express a rejection.
 
