@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import graphviz
+import pytest
 from graphviz.quoting import quote
 
 from handoff_fsm.diagrams import (
