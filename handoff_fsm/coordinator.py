@@ -122,6 +122,16 @@ class HandoffCoordinator:
         return self._run.state.is_complete
 
     @property
+    def is_final(self) -> bool:
+        """True when no input can change this coordinator any more: it may be dropped.
+
+        Under ``seed`` this is ``is_complete``. Under ``a976b2bf`` a handoff that
+        completed with Success can still be reopened by a terminal fact, so it is final
+        only once it completed with ``Canceled``.
+        """
+        return self._run.state.is_final
+
+    @property
     def completion(self) -> HandoffCompletion | None:
         """``Success``, ``Canceled``, or ``None`` while the handoff is still running."""
         return self._run.state.completion

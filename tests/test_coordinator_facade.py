@@ -32,6 +32,7 @@ PUBLIC_API = {
     "fallback_transfer_delay_ms",
     "handoff_id",
     "is_complete",
+    "is_final",
     "on_action_outcome",
     "on_fact",
     "order",

@@ -61,6 +61,8 @@ class ChartState:
     completion: HandoffCompletion | None
     steps: dict[str, StepFunction] = field(default_factory=dict, repr=False)
     """Event name -> generated step; an event missing here is ignored in this state."""
+    is_final: bool = False
+    """No input changes this state any more (complete, and nothing can reopen it)."""
 
     @property
     def order(self) -> HandoffOrder:
@@ -254,6 +256,12 @@ def _bind_steps(compiled: CompiledChart) -> None:
     for step in compiled.steps:
         compiled.states[step.source].steps[step.event] = _generate(
             step, compiled.states[step.target]
+        )
+    for state in compiled.states:
+        state.is_final = state.is_complete and not any(
+            step.target != state.index or step.effects
+            for step in compiled.steps
+            if step.source == state.index
         )
 
 

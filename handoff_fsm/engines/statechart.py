@@ -57,6 +57,10 @@ class LiveChartState:
         return any(s.id in completing for s in self.chart.configuration)
 
     @property
+    def is_final(self) -> bool:
+        return bool(self.chart.is_terminated)
+
+    @property
     def completion(self) -> HandoffCompletion | None:
         return self.chart.completion
 
