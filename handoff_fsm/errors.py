@@ -4,10 +4,13 @@ Rule kept here: a code names *what* was wrong, the subclass says *whose* input i
 was (a fact, an action outcome, configuration, a conformance record, a trace
 line), and the attributes carry the context a caller would otherwise parse out
 of the message. Malformed values are pydantic's business (``ValidationError``).
+A message quotes input only through :func:`quoted`, so no input, however large
+or deeply nested, is ever echoed back whole.
 """
 
 from __future__ import annotations
 
+import reprlib
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -48,6 +51,8 @@ class HandoffErrorCode(StrEnum):
     INVALID_INPUT = "invalid_input"
     DUPLICATE_COORDINATOR = "duplicate_coordinator"
     UNKNOWN_COORDINATOR = "unknown_coordinator"
+    FORGOTTEN_COORDINATOR = "forgotten_coordinator"
+    LINE_TOO_LONG = "line_too_long"
 
 
 class HandoffError(ValueError):
@@ -150,6 +155,8 @@ _ERROR_CLASS: dict[HandoffErrorCode, type[HandoffError]] = {
             HandoffErrorCode.INVALID_INPUT,
             HandoffErrorCode.DUPLICATE_COORDINATOR,
             HandoffErrorCode.UNKNOWN_COORDINATOR,
+            HandoffErrorCode.FORGOTTEN_COORDINATOR,
+            HandoffErrorCode.LINE_TOO_LONG,
         ),
         TraceError,
     ),
@@ -168,3 +175,34 @@ def handoff_error(
     return _ERROR_CLASS[code](
         code, message, handoff_id=handoff_id, action_id=action_id, state=state
     )
+
+
+QUOTE_LIMIT = 80
+"""Most characters a message spends on one quoted input value."""
+
+
+class _BoundedRepr(reprlib.Repr):
+    """``reprlib``, plus integers too long for ``repr`` (Python refuses > 4300 digits)."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 4 * self.maxlong:  # more digits than would be shown anyway
+            return f"<{'negative ' if x < 0 else ''}integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_REPR = _BoundedRepr()
+_REPR.maxlevel = 2
+_REPR.maxstring = _REPR.maxlong = _REPR.maxother = QUOTE_LIMIT
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = _REPR.maxfrozenset = 4
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)`` for an error message, at most about ``limit`` characters.
+
+    Messages name the offending input so a reader can find it, but a reply must
+    not grow with the input: a megabyte string or a value nested a thousand
+    levels deep is shown by its start, with ``...`` where it was cut. Work is
+    bounded too (strings are cut before ``repr``, containers shown two levels deep).
+    """
+    text = _REPR.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -10,7 +10,7 @@ increase strictly for the life of a coordinator, also across :meth:`clear`.
 from __future__ import annotations
 
 from handoff_fsm.chart import ACKNOWLEDGEMENTS, ACTION_FAILED
-from handoff_fsm.errors import HandoffErrorCode, handoff_error
+from handoff_fsm.errors import HandoffErrorCode, handoff_error, quoted
 from handoff_fsm.model import (
     HandoffAction,
     HandoffActionOutcome,
@@ -74,7 +74,7 @@ class ActionJournal:
                 raise handoff_error(
                     HandoffErrorCode.CLEANUP_ACTION_FAILED,
                     f"handoff cleanup action {action_id} ({kind.__name__}) "
-                    f"failed: {outcome.reason!r}",
+                    f"failed: {quoted(outcome.reason)}",
                     action_id=action_id,
                 )
             event = ACTION_FAILED

@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from handoff_fsm.errors import HandoffErrorCode, handoff_error
+from handoff_fsm.errors import HandoffErrorCode, handoff_error, quoted
 from handoff_fsm.timing import transfer_delay_ms
 
 U64_MAX = 2**64 - 1
@@ -356,7 +356,7 @@ class IssuedHandoffAction(_Value):
         if variant is None:
             raise ValueError(
                 'an action is tagged with its variant, e.g. {"StartTransfer": {...}}; '
-                f"got {tagged!r}"
+                f"got {quoted(tagged)}"
             )
         return {**data, "action": variant.model_validate(tagged[name])}
 
@@ -425,7 +425,7 @@ class HandoffActionOutcome(_Value):
         return f"HandoffActionOutcome.failed({self.reason!r})"
 
     def __str__(self) -> str:
-        return self.kind.value if self.reason is None else f"Failed({self.reason!r})"
+        return self.kind.value if self.reason is None else f"Failed({quoted(self.reason)})"
 
 
 HandoffActionOutcome.SUBMITTED = HandoffActionOutcome(kind=OutcomeKind.SUBMITTED)

@@ -833,8 +833,10 @@ def test_every_rejected_call_leaves_the_coordinator_unchanged(engine: Engine) ->
         not in {
             HandoffErrorCode.UNSUPPORTED_BACKEND,
             HandoffErrorCode.INVALID_INPUT,
+            HandoffErrorCode.LINE_TOO_LONG,
             HandoffErrorCode.DUPLICATE_COORDINATOR,
             HandoffErrorCode.UNKNOWN_COORDINATOR,
+            HandoffErrorCode.FORGOTTEN_COORDINATOR,
         }
     }
     assert covered == coordinator_codes

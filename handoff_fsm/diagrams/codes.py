@@ -68,8 +68,13 @@ _DESCRIPTIONS: Final[dict[HandoffErrorCode, str]] = {
     _C.CONFORMANCE_NOT_DRAINED: "The source, destination or driver did not drain.",
     _C.INVALID_INPUT: "A trace line is not JSON, not an object with a known `op` and exactly its "
     "keys, or carries a malformed wire value.",
-    _C.DUPLICATE_COORDINATOR: "A trace `new` names a coordinator key that already exists.",
+    _C.DUPLICATE_COORDINATOR: "A trace `new` names a coordinator key that already exists "
+    "(or existed: replay never forgets a key).",
     _C.UNKNOWN_COORDINATOR: "A trace line names a coordinator key no `new` created.",
+    _C.FORGOTTEN_COORDINATOR: "A trace line names a coordinator that completed before the "
+    "last `--remember` completions; replay kept only its key and completion.",
+    _C.LINE_TOO_LONG: "A trace line is longer than `--max-line-bytes` (default 1 MiB); it is "
+    "skipped unread.",
 }
 
 

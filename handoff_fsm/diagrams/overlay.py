@@ -116,6 +116,8 @@ _NOT_APPLIED = frozenset(
         HandoffErrorCode.INVALID_INPUT,
         HandoffErrorCode.DUPLICATE_COORDINATOR,
         HandoffErrorCode.UNKNOWN_COORDINATOR,
+        HandoffErrorCode.FORGOTTEN_COORDINATOR,
+        HandoffErrorCode.LINE_TOO_LONG,
     }
 )
 """Error replies for lines that never reach a coordinator."""
