@@ -219,8 +219,14 @@ def compare(trace: list[str], ours: list[str], theirs: list[str]) -> list[str]:
         problems.append(f"reply counts differ: ours {len(ours)}, reference {len(theirs)}")
     for number, (line, a, b) in enumerate(zip(trace, ours, theirs, strict=False), start=1):
         if normalized(json.loads(a)) != normalized(json.loads(b)):
-            problems.append(f"line {number}: {line}\n  ours:      {a}\n  reference: {b}")
+            problems.append(
+                f"line {number}: {_clip(line)}\n  ours:      {_clip(a)}\n  reference: {_clip(b)}"
+            )
     return problems
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def run_oracle(oracle: Path, trace: list[str], *, raw: bool = False) -> list[str]:

@@ -257,11 +257,21 @@ def test_only_the_most_recent_completed_coordinators_are_remembered() -> None:
             assert "error" not in replayer.reply(line, number)
     assert list(replayer.completed) == ["k7", "k8", "k9"]  # memory stays bounded
     assert replayer.live == {}
+    assert len(replayer.retired) == 7 and "k0" in replayer.retired and "k7" not in replayer.retired
     late = replayer.reply(outcome("k9", 0, HandoffActionOutcome.APPLIED), 99)
     assert late == {"coordinator": "k9", "actions": [], "complete": True, "completion": "Canceled"}
     forgotten = replayer.reply(outcome("k0", 0, HandoffActionOutcome.APPLIED), 100)
-    assert forgotten["error"]["code"] == "unknown_coordinator"
+    assert forgotten["error"]["code"] == "forgotten_coordinator"
     assert "last 3 completions" in forgotten["error"]["message"]
+    assert (forgotten["complete"], forgotten["completion"]) == (True, "Canceled")
+    # A forgotten key is still taken: it can never start a second handoff.
+    again = replayer.reply(new("k0"), 101)
+    assert again["error"]["code"] == "duplicate_coordinator"
+    assert (again["complete"], again["completion"]) == (True, "Canceled")
+    assert "k0" not in replayer.live
+    never = replayer.reply(op("k10", "start"), 102)
+    assert never["error"]["code"] == "unknown_coordinator"
+    assert (never["complete"], never["completion"]) == (False, None)
 
 
 def test_remembering_every_completed_coordinator_is_possible() -> None:
@@ -279,7 +289,7 @@ def test_cli_remember_option(tmp_path: Path) -> None:
     lines = [new("a"), fact("a", Canceled(handoff_id=HANDOFF_ID)), new("b")]
     lines += [fact("b", Canceled(handoff_id=HANDOFF_ID)), op("a", "start")]
     trace.write_text("\n".join(lines) + "\n")
-    for remember, code in (("1", "unknown_coordinator"), ("all", None), ("2", None)):
+    for remember, code in (("1", "forgotten_coordinator"), ("all", None), ("2", None)):
         result = subprocess.run(
             [sys.executable, "-m", "handoff_fsm", "replay", str(trace), "--remember", remember],
             capture_output=True,
@@ -288,11 +298,42 @@ def test_cli_remember_option(tmp_path: Path) -> None:
         )
         last = json.loads(result.stdout.splitlines()[-1])
         assert last.get("error", {}).get("code") == code, remember
-    bad = subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", "replay", str(trace), "--remember", "-3"],
-        capture_output=True,
-        text=True,
-        check=False,
+    for bad_count in ("-3", "²", "٣", "1_0", " 3", "+3", "3.0", ""):
+        bad = subprocess.run(
+            [sys.executable, "-m", "handoff_fsm", "replay", str(trace), "--remember", bad_count],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert bad.returncode == 2, bad_count
+        assert f"expected a count or 'all', got {bad_count!r}" in bad.stderr
+        assert "Traceback" not in bad.stderr
+
+
+def test_after_the_default_10000_completions_no_key_starts_a_second_handoff() -> None:
+    replayer = TraceReplayer()
+    number = 0
+    for index in range(10_001):
+        for line in (new(f"k{index}"), fact(f"k{index}", Canceled(handoff_id=HANDOFF_ID))):
+            number += 1
+            assert "error" not in replayer.reply(line, number)
+    assert len(replayer.completed) == 10_000 and len(replayer.retired) == 1
+    assert replayer.reply(new("k0"), number + 1)["error"]["code"] == "duplicate_coordinator"
+    assert replayer.reply(op("k0", "start"), number + 2)["error"]["code"] == (
+        "forgotten_coordinator"
     )
-    assert bad.returncode == 2
-    assert "expected a count or 'all'" in bad.stderr
+    late = replayer.reply(op("k1", "start"), number + 3)  # still remembered in full
+    assert late == {"coordinator": "k1", "actions": [], "complete": True, "completion": "Canceled"}
+    assert "k0" not in replayer.live
+
+
+def test_remember_zero_keeps_only_keys() -> None:
+    lines = [new("a"), fact("a", Canceled(handoff_id=HANDOFF_ID)), new("a"), op("a", "start")]
+    replies = [json.loads(r) for r in replay(lines, remember_completed=0)]
+    assert [r.get("error", {}).get("code") for r in replies] == [
+        None,
+        None,
+        "duplicate_coordinator",
+        "forgotten_coordinator",
+    ]
+    assert all(r["completion"] == "Canceled" for r in replies[1:])

@@ -35,7 +35,7 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[
 
 def test_json_summary(capsys: pytest.CaptureFixture[str]) -> None:
     status, summary = run_json(
-        capsys, "--engine", "sglang", "--handoffs", "400", "--concurrency", "8", "--seed", "3"
+        capsys, "--backend", "sglang", "--handoffs", "400", "--concurrency", "8", "--seed", "3"
     )
     assert status == 0
     assert summary["engine"] == "sglang" and summary["order"] == "DestinationFirst"
@@ -57,24 +57,50 @@ def test_the_same_seed_prints_the_same_json_but_for_the_wall_clock(
 
 
 def test_trtllm_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", "--engine", "trtllm"]) == 2
+    assert main(["simulate", "--backend", "trtllm"]) == 2
     captured = capsys.readouterr()
     assert "unsupported_backend" in captured.err
     assert "TRT-LLM does not support destination handoff" in captured.err
     assert captured.out == ""
-    assert main(["simulate", "--engine", "trtllm", "--json"]) == 2
+    assert main(["simulate", "--backend", "trtllm", "--json"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["code"] == "unsupported_backend"
 
 
 @pytest.mark.parametrize(
-    "args", [["--fault-rate", "1.5"], ["--concurrency", "0"], ["--handoffs", "-1"]]
+    "args", [["--fault-rate", "1.5"], ["--fault-rate", "nan"], ["--concurrency", "0"]]
 )
 def test_bad_arguments_are_usage_errors(
     capsys: pytest.CaptureFixture[str], args: list[str]
 ) -> None:
     assert main(["simulate", *args]) == 2
     assert "invalid_argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--handoffs", "-1"), ("--handoffs", "٣"), ("--concurrency", "1_0"), ("--seed", " 7")],
+)
+def test_counts_are_plain_ascii_digits(
+    capsys: pytest.CaptureFixture[str], option: str, value: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["simulate", option, value])
+    assert exit_.value.code == 2
+    assert f"argument {option}: expected a whole number (digits 0-9), got {value!r}" in (
+        capsys.readouterr().err
+    )
+
+
+def test_engine_is_the_coordinator_engine_and_backend_the_serving_engine(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, summary = run_json(capsys, "--backend", "sglang", "--engine", "statechart")
+    assert status == 0
+    assert summary["engine"] == "sglang" and summary["coordinator_engine"] == "statechart"
+    with pytest.raises(SystemExit):
+        main(["simulate", "--engine", "sglang"])  # the old spelling is refused, not misread
+    assert "invalid choice: 'sglang'" in capsys.readouterr().err
 
 
 def test_the_table_is_printed_without_json(capsys: pytest.CaptureFixture[str]) -> None:

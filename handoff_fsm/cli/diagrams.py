@@ -2,15 +2,18 @@
 
 Rule kept here: each command calls one library function and turns the
 failures a user can fix (Graphviz missing or failing, a trace without that coordinator,
-an unknown output format) into a one-line message and exit status 2.
+an unknown output format) into a one-line message and exit status 2; file
+errors are :func:`handoff_fsm.cli.main`'s, named after the file they concern.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 
+from handoff_fsm.cli.files import named_errors
 from handoff_fsm.diagrams.files import write_diagrams, write_review
 from handoff_fsm.diagrams.overlay import TraceOverlayError, write_overlay
 from handoff_fsm.diagrams.render import GraphvizError
@@ -24,8 +27,11 @@ def _fail(command: str, error: Exception) -> int:
 def cli_diagrams(args: argparse.Namespace) -> int:
     """``handoff-fsm diagrams [OUTDIR]``: write every diagram and table into OUTDIR."""
     outdir = Path(args.outdir)
+    if outdir.exists() and not outdir.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", args.outdir)
     try:
-        written = write_diagrams(outdir)
+        with named_errors(str(outdir)):
+            written = write_diagrams(outdir)
     except GraphvizError as error:
         return _fail("diagrams", error)
     print(f"wrote {len(written)} files to {outdir}/")
@@ -35,7 +41,8 @@ def cli_diagrams(args: argparse.Namespace) -> int:
 def cli_diagram(args: argparse.Namespace) -> int:
     """``handoff-fsm diagram --trace T [--coordinator K] -o OUT``: the trace overlay."""
     try:
-        output = write_overlay(Path(args.trace), Path(args.output), args.coordinator)
+        with named_errors(args.output):
+            output = write_overlay(Path(args.trace), Path(args.output), args.coordinator)
     except (GraphvizError, TraceOverlayError, ValueError) as error:
         return _fail("diagram", error)
     print(f"wrote {output}")
@@ -44,6 +51,7 @@ def cli_diagram(args: argparse.Namespace) -> int:
 
 def cli_review(args: argparse.Namespace) -> int:
     """``handoff-fsm review [-o diagrams/REVIEW.md]``: the design review."""
-    output = write_review(Path(args.output))
+    with named_errors(args.output):
+        output = write_review(Path(args.output))
     print(f"wrote {output}")
     return 0

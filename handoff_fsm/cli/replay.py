@@ -1,34 +1,40 @@
 """``handoff-fsm replay``: stream a trace file through :func:`handoff_fsm.io.replay.replay`.
 
 Rule kept here: argument handling and file plumbing only; every line's reply
-is the library's.
+is the library's. Lines are read in bounded memory
+(:func:`~handoff_fsm.io.lines.bounded_lines`), so even a gigabyte line costs at
+most ``--max-line-bytes``.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from contextlib import ExitStack
-from typing import BinaryIO, TextIO
+from collections.abc import Iterator
 
+from handoff_fsm.cli.files import OverwriteError, input_bytes, named_errors, output_text, same_file
+from handoff_fsm.io.lines import bounded_lines
 from handoff_fsm.io.replay import replay
 
 
 def cli_replay(args: argparse.Namespace) -> int:
-    """``handoff-fsm replay TRACE|- [-o OUT] [--engine ...]``."""
-    with ExitStack() as stack:
-        # Bytes in: a line that is not UTF-8 is one invalid_input reply, not a crash.
-        source: BinaryIO = (
-            sys.stdin.buffer if args.trace == "-" else stack.enter_context(open(args.trace, "rb"))
-        )
-        out: TextIO = (
-            sys.stdout
-            if args.output == "-"
-            else stack.enter_context(open(args.output, "w", encoding="utf-8"))
-        )
+    """``handoff-fsm replay TRACE|- [-o OUT] [--engine E] [--remember N] [--max-line-bytes B]``."""
+    if same_file(args.trace, args.output):
+        raise OverwriteError("the output would overwrite the trace it replays", args.output)
+    with input_bytes(args.trace) as source, output_text(args.output) as out:
+        lines = _reading(bounded_lines(source, args.max_line_bytes), args.trace)
         write = out.write
-        remember = None if args.remember == "all" else int(args.remember)
-        for reply in replay(source, engine=args.engine, remember_completed=remember):
+        for reply in replay(
+            lines,
+            engine=args.engine,
+            remember_completed=args.remember,
+            max_line_bytes=args.max_line_bytes,
+        ):
             write(reply)
             write("\n")
     return 0
+
+
+def _reading(lines: Iterator[bytes], name: str) -> Iterator[bytes]:
+    """``lines``, with read errors naming the trace (not the output being written)."""
+    with named_errors("<stdin>" if name == "-" else name):
+        yield from lines

@@ -5,7 +5,7 @@ with ``--json``); the progress bar goes to stderr, only when stderr is a
 terminal, the run is long and ``--json`` is off. Exit status: 0 for a clean
 run, 1 when the run reported a problem (a leak, a stuck handoff, a late input
 that issued actions, something undrained), 2 for a usage error (for example
-``--engine trtllm``, which has no handoff order).
+``--backend trtllm``, which has no handoff order).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from handoff_fsm.cli.files import named_errors
 from handoff_fsm.errors import HandoffError
 from handoff_fsm.model import Backend
 from handoff_fsm.simulate.config import SimulationConfig
@@ -33,15 +34,15 @@ LONG_RUN = 20_000
 
 
 def cli_simulate(args: argparse.Namespace) -> int:
-    """``handoff-fsm simulate --engine E --handoffs N --concurrency C --fault-rate P --seed S``."""
+    """``handoff-fsm simulate --backend B --handoffs N --concurrency C --fault-rate P --seed S``."""
     try:
         config = SimulationConfig(
-            backend=Backend(args.engine),
+            backend=Backend(args.backend),
             handoffs=args.handoffs,
             concurrency=args.concurrency,
             seed=args.seed,
             faults=FaultPlan.uniform(args.fault_rate),
-            coordinator_engine=args.coordinator_engine,
+            coordinator_engine=args.engine,
         )
     except HandoffError as error:  # unsupported_backend
         return _usage_error(args, error.code.value, error.message)
@@ -55,9 +56,10 @@ def cli_simulate(args: argparse.Namespace) -> int:
         and sys.stderr.isatty()
     )
     with ExitStack() as stack:
-        trace: TextIO | None = (
-            stack.enter_context(open(args.trace, "w", encoding="utf-8")) if args.trace else None
-        )
+        trace: TextIO | None = None
+        if args.trace:
+            stack.enter_context(named_errors(args.trace))  # a full disk names the trace file
+            trace = stack.enter_context(open(args.trace, "w", encoding="utf-8"))
         on_progress = stack.enter_context(_progress_bar(config.handoffs)) if show_progress else None
         simulation = Simulation(
             config,

@@ -73,10 +73,19 @@ def _write(folder: Path, files: dict[str, bytes]) -> list[Path]:
     written = []
     for name, data in files.items():
         path = folder / name
-        if not path.exists() or path.read_bytes() != data:
+        if not _holds(path, data):
             path.write_bytes(data)
         written.append(path)
     return written
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether ``path`` is a regular file holding exactly ``data`` (so need not be rewritten).
+
+    Only a regular file of the right size is read: a device such as ``/dev/full``
+    would never end.
+    """
+    return path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data
 
 
 def write_diagrams(outdir: Path = DIAGRAMS_DIR) -> list[Path]:
@@ -88,7 +97,7 @@ def write_review(path: Path = DIAGRAMS_DIR / REVIEW_NAME) -> Path:
     """Write the design review to ``path`` (its links point at files beside it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     data = review_files()[REVIEW_NAME]
-    if not path.exists() or path.read_bytes() != data:
+    if not _holds(path, data):
         path.write_bytes(data)
     return path
 

@@ -1,12 +1,20 @@
 """Trace replay: JSON lines in, one JSON reply per line out, streaming.
 
-Rule kept here: a trace line is read, checked completely, then applied to the
-coordinator it names; every failure becomes an error reply and replay goes
-on. Memory stays flat: a completed coordinator is replaced by a two-field
-tombstone that answers later lines exactly as the coordinator would (late
-acknowledgements and repeated facts get no actions, a fact for another handoff
-is still an error), and only the most recent ``remember_completed`` tombstones
-are kept; a line for a coordinator forgotten longer ago is ``unknown_coordinator``.
+Rule kept here: every line gets exactly one reply, whatever it holds. A line is
+bounded (``max_line_bytes``, else ``line_too_long``), read by the one JSON reader
+(:mod:`handoff_fsm.io.jsontext`) and the one reader per scalar
+(:mod:`handoff_fsm.io.wire`), checked completely, then applied to the
+coordinator it names; every failure becomes an error reply, quoting at most a
+few dozen characters of the input, and replay goes on.
+
+Memory stays bounded by the live handoffs: a completed coordinator is replaced
+by a two-field tombstone that answers later lines exactly as the coordinator
+would (late acknowledgements and repeated facts get no actions, a fact for
+another handoff is still an error). Only the most recent ``remember_completed``
+tombstones are kept; an older one is reduced to its key and completion in a
+compact ledger (:class:`~handoff_fsm.io.ledger.RetiredKeys`), so its key can
+never start a second handoff (``new`` is ``duplicate_coordinator``) and any other
+line for it is ``forgotten_coordinator``.
 """
 
 from __future__ import annotations
@@ -19,10 +27,18 @@ from typing import Any
 from uuid import UUID
 
 from handoff_fsm.coordinator import Engine, HandoffCoordinator
-from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error
-from handoff_fsm.io.wire import fact_from_wire, outcome_from_wire
+from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
+from handoff_fsm.io.jsontext import loads
+from handoff_fsm.io.ledger import RetiredKeys
+from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES, line_size
+from handoff_fsm.io.wire import (
+    f64_from_wire,
+    fact_from_wire,
+    handoff_id_from_wire,
+    outcome_from_wire,
+    u64_from_wire,
+)
 from handoff_fsm.model import (
-    U64_MAX,
     HandoffCompletion,
     HandoffOrder,
     IssuedHandoffAction,
@@ -62,13 +78,13 @@ class _Tombstone:
 
     __slots__ = ("completion", "handoff_id")
 
-    def __init__(self, coordinator: HandoffCoordinator) -> None:
-        self.handoff_id = coordinator.handoff_id
-        self.completion = coordinator.completion
+    def __init__(self, handoff_id: UUID, completion: HandoffCompletion) -> None:
+        self.handoff_id = handoff_id
+        self.completion = completion
 
 
 DEFAULT_REMEMBER_COMPLETED = 10_000
-"""Completed coordinators remembered for late lines: ~1.5 MB, far more than arrive late."""
+"""Completed coordinators that answer late lines exactly: ~2.3 MB, far more than arrive late."""
 
 
 class TraceReplayer:
@@ -85,17 +101,25 @@ class TraceReplayer:
         engine: Engine = "compiled",
         remember_completed: int | None = DEFAULT_REMEMBER_COMPLETED,
         factory: CoordinatorFactory | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         if remember_completed is not None and remember_completed < 0:
             raise ValueError(f"remember_completed must be >= 0 or None, not {remember_completed}")
+        if max_line_bytes < 1:
+            raise ValueError(f"max_line_bytes must be >= 1, not {max_line_bytes}")
         self.engine: Engine = engine
         self.factory: CoordinatorFactory = factory or partial(HandoffCoordinator, engine=engine)
         """Builds the coordinator for a ``new`` line: ``factory(handoff_id, order, fallback)``."""
         self.remember_completed = remember_completed
-        """How many completed coordinators answer late lines (``None``: all of them)."""
+        """How many completed coordinators answer late lines exactly (``None``: all of them)."""
+        self.max_line_bytes = max_line_bytes
+        """Longest line replay reads (UTF-8 bytes, newline not counted): else ``line_too_long``."""
+        self._quick_line_limit = max_line_bytes // 4  # no shorter str can exceed the limit
         self.live: dict[str, _Live] = {}
         self.completed: dict[str, _Tombstone] = {}
         """Tombstones, oldest first (dicts keep insertion order)."""
+        self.retired = RetiredKeys()
+        """Keys (and completions) of coordinators older than the last ``remember_completed``."""
 
     def reply(self, line: str | bytes, line_number: int) -> dict[str, Any]:
         """The reply object for one trace line (never raises for bad input)."""
@@ -104,9 +128,18 @@ class TraceReplayer:
 
     def reply_text(self, line: str | bytes, line_number: int) -> str:
         """The reply to one trace line as one line of JSON text (no newline)."""
+        if len(line) > self._quick_line_limit and line_size(line) > self.max_line_bytes:
+            return self._error_reply(
+                None,
+                handoff_error(
+                    HandoffErrorCode.LINE_TOO_LONG,
+                    f"line {line_number}: {line_size(line)} bytes, longer than the limit of "
+                    f"{self.max_line_bytes} bytes (--max-line-bytes); skipped",
+                ),
+            )
         key: str | None = None
         try:
-            op = json.loads(line)
+            op = loads(line)
             if type(op) is dict and type(op.get("coordinator")) is str:
                 key = op["coordinator"]
             return self._apply(op, key)
@@ -114,13 +147,6 @@ class TraceReplayer:
             if error.code is HandoffErrorCode.INVALID_INPUT:
                 error.message = f"line {line_number}: {error.message}"
             return self._error_reply(key, error)
-        except ValueError as error:  # JSON syntax, or bytes that are not UTF-8
-            return self._error_reply(
-                key,
-                handoff_error(
-                    HandoffErrorCode.INVALID_INPUT, f"line {line_number}: invalid JSON: {error}"
-                ),
-            )
 
     def _apply(self, op: Any, key: str | None) -> str:
         if type(op) is not dict:
@@ -130,39 +156,42 @@ class TraceReplayer:
         name = op.get("op")
         shapes = _OP_SHAPES.get(name) if type(name) is str else None
         if shapes is None:
-            raise _invalid(f'"op" must be one of {sorted(_OP_SHAPES)}, got {name!r}')
+            raise _invalid(f'"op" must be one of {sorted(_OP_SHAPES)}, got {quoted(name)}')
         keys = op.keys()
         if not any(keys == shape for shape in shapes):
             required, allowed = shapes[0], shapes[-1]
             missing = sorted(required - keys)
-            unknown = sorted(keys - allowed)
-            raise _invalid(f"op {name!r}: missing keys {missing}, unknown keys {unknown}")
+            unknown = [quoted(k) for k in sorted(keys - allowed)[:4]]
+            raise _invalid(
+                f"op {name!r}: missing keys {missing}, unknown keys [{', '.join(unknown)}"
+                f"{', ...' if len(keys - allowed) > 4 else ''}]"
+            )
         if name == "new":
             return self._new(key, op)
         if name == "start":
             return self._dispatch(key, None, None)
         if name == "fact":
             return self._dispatch(key, fact_from_wire(op["fact"]), None)
-        action_id = op["action_id"]
-        if type(action_id) is not int or not 0 <= action_id <= U64_MAX:
-            raise _invalid(f"action_id must be an integer in 0..2^64-1, got {action_id!r}")
+        action_id = u64_from_wire(op["action_id"], "action_id")
         return self._dispatch(key, outcome_from_wire(op["outcome"]), action_id)
 
     def _new(self, key: str, op: dict[str, Any]) -> str:
-        handoff_id = _uuid(op["handoff_id"])
+        handoff_id = handoff_id_from_wire(op["handoff_id"])
         order = _ORDERS.get(op["order"]) if isinstance(op["order"], str) else None
         if order is None:
             raise _invalid(
-                f'"order" must be "SourceFirst" or "DestinationFirst", got {op["order"]!r}'
+                f'"order" must be "SourceFirst" or "DestinationFirst", got {quoted(op["order"])}'
             )
-        fallback = op.get("fallback_transfer_delay_ms", 0.0)
-        if type(fallback) not in (int, float):
-            raise _invalid(f'"fallback_transfer_delay_ms" must be a number, got {fallback!r}')
-        if key in self.live or key in self.completed:
+        fallback = (
+            f64_from_wire(op["fallback_transfer_delay_ms"], "fallback_transfer_delay_ms")
+            if "fallback_transfer_delay_ms" in op
+            else 0.0
+        )
+        if key in self.live or key in self.completed or key in self.retired:
             raise handoff_error(
-                HandoffErrorCode.DUPLICATE_COORDINATOR, f"coordinator {key!r} already exists"
+                HandoffErrorCode.DUPLICATE_COORDINATOR, f"coordinator {quoted(key)} already exists"
             )
-        coordinator = self.factory(handoff_id, order, float(fallback))
+        coordinator = self.factory(handoff_id, order, fallback)
         live = self.live[key] = _Live(coordinator, _prefix(key))
         return live.prefix + _NO_ACTIONS_RUNNING
 
@@ -172,16 +201,7 @@ class TraceReplayer:
         if live is None:
             tombstone = self.completed.get(key)
             if tombstone is None:
-                remembered = (
-                    ""
-                    if self.remember_completed is None
-                    else " (completed coordinators are remembered for the last "
-                    f"{self.remember_completed} completions)"
-                )
-                raise handoff_error(
-                    HandoffErrorCode.UNKNOWN_COORDINATOR,
-                    f"no coordinator named {key!r}{remembered}",
-                )
+                raise self._missing(key)
             return self._after_completion(key, tombstone, value, action_id)
         coordinator = live.coordinator
         try:
@@ -196,15 +216,30 @@ class TraceReplayer:
         completion = coordinator.completion
         if completion is not None:
             del self.live[key]
-            self._bury(key, _Tombstone(coordinator))
+            self._bury(key, _Tombstone(coordinator.handoff_id, completion))
         return _reply_text(live.prefix, _actions_text(actions, live.handoff_id_text), completion)
+
+    def _missing(self, key: str) -> HandoffError:
+        """The error for a line naming a coordinator that is neither live nor a tombstone."""
+        completion = self.retired.completion(key)
+        if completion is None:
+            return handoff_error(
+                HandoffErrorCode.UNKNOWN_COORDINATOR, f"no coordinator named {quoted(key)}"
+            )
+        return handoff_error(
+            HandoffErrorCode.FORGOTTEN_COORDINATOR,
+            f"coordinator {quoted(key)} completed ({completion.value}) before the last "
+            f"{self.remember_completed} completions and is remembered by key only "
+            "(--remember keeps more)",
+        )
 
     def _bury(self, key: str, tombstone: _Tombstone) -> None:
         completed = self.completed
         completed[key] = tombstone
         limit = self.remember_completed
         if limit is not None and len(completed) > limit:
-            del completed[next(iter(completed))]
+            oldest = next(iter(completed))
+            self.retired.add(oldest, completed.pop(oldest).completion)
 
     def _after_completion(
         self, key: str, tombstone: _Tombstone, value: Any, action_id: int | None
@@ -223,8 +258,11 @@ class TraceReplayer:
 
     def _error_reply(self, key: str | None, error: HandoffError) -> str:
         # Live coordinators are never complete (they become tombstones at once).
-        known = self.completed.get(key) if key is not None else None
-        return format_error(key, error, known.completion if known is not None else None)
+        if key is None or key in self.live:
+            return format_error(key, error, None)
+        known = self.completed.get(key)
+        completion = known.completion if known is not None else self.retired.completion(key)
+        return format_error(key, error, completion)
 
 
 def format_reply(
@@ -289,28 +327,28 @@ def _invalid(message: str) -> HandoffError:
     return handoff_error(HandoffErrorCode.INVALID_INPUT, message)
 
 
-def _uuid(value: Any) -> UUID:
-    if isinstance(value, str):
-        try:
-            return UUID(value)
-        except ValueError:
-            pass
-    raise _invalid(f'"handoff_id" must be a UUID string, got {value!r}')
-
-
 def replay(
     lines: Iterable[str | bytes],
     *,
     engine: Engine = "compiled",
     remember_completed: int | None = DEFAULT_REMEMBER_COMPLETED,
     factory: CoordinatorFactory | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> Iterator[str]:
     """Replay trace lines lazily; yields one JSON reply line (no newline) per input line.
 
     ``factory(handoff_id, order, fallback)`` builds the coordinators (default: a
     :class:`HandoffCoordinator` on ``engine``), so another implementation can be replayed.
+    Lines already in memory are checked against ``max_line_bytes`` too; to read a
+    stream without ever holding an over-long line, pass
+    :func:`handoff_fsm.io.lines.bounded_lines` (as ``handoff-fsm replay`` does).
     """
-    replayer = TraceReplayer(engine=engine, remember_completed=remember_completed, factory=factory)
+    replayer = TraceReplayer(
+        engine=engine,
+        remember_completed=remember_completed,
+        factory=factory,
+        max_line_bytes=max_line_bytes,
+    )
     reply_text = replayer.reply_text
     for number, line in enumerate(lines, start=1):
         yield reply_text(line, number)

@@ -5,31 +5,63 @@ Rule kept here: one function pair per value type, ``*_to_wire`` and
 (serde external tagging: ``{"SourceHeld": {...}}``, unit variants as strings).
 Parsing is strict like serde (integers must be integers, unknown variants are
 errors) and stricter in one way: unknown fields are rejected, never dropped.
-Non-finite floats travel as the literals ``NaN``, ``Infinity``, ``-Infinity``
-(what Python's :mod:`json` reads and writes).
+Non-finite floats travel as the literals ``NaN``, ``Infinity``, ``-Infinity``.
+
+Each scalar has one reader, whatever field it sits in: a handoff id, a u64 and
+an f64 are checked by the very validators pydantic runs for the models' fields
+(:data:`~handoff_fsm.model.HandoffId`, :data:`~handoff_fsm.model.U64`,
+:data:`~handoff_fsm.model.F64`), so a trace line's own fields (``handoff_id`` of
+``new``, ``action_id``, ``fallback_transfer_delay_ms``) accept exactly what a
+fact's fields accept. Handoff ids follow the Rust ``uuid`` crate (which
+pydantic-core itself uses): 32 hex digits, hyphenated 8-4-4-4-12, the hyphenated
+form in braces, or after ``urn:uuid:``; hex digits in either case; nothing else
+(no signs, underscores, spaces or non-ASCII digits). JSON text itself is read by
+:mod:`handoff_fsm.io.jsontext`.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
+from uuid import UUID
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error
+from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
+from handoff_fsm.io.jsontext import dumps, loads
 from handoff_fsm.model import (
     ACTION_TYPES,
+    F64,
     FACT_TYPES,
+    U64,
     DestinationReserved,
     HandoffAction,
     HandoffActionOutcome,
     HandoffFact,
+    HandoffId,
     HandoffTransferTiming,
     IssuedHandoffAction,
     OutcomeKind,
     SourceHeld,
     StartTransfer,
 )
+
+__all__ = [
+    "action_from_wire",
+    "action_to_wire",
+    "dumps",
+    "f64_from_wire",
+    "fact_from_wire",
+    "fact_to_wire",
+    "handoff_id_from_wire",
+    "issued_from_wire",
+    "issued_to_wire",
+    "loads",
+    "outcome_from_wire",
+    "outcome_to_wire",
+    "timing_from_wire",
+    "timing_to_wire",
+    "u64_from_wire",
+]
 
 _FACTS_BY_NAME: dict[str, type[Any]] = {cls.__name__: cls for cls in FACT_TYPES}
 _ACTIONS_BY_NAME: dict[str, type[Any]] = {cls.__name__: cls for cls in ACTION_TYPES}
@@ -52,14 +84,16 @@ def _wire_error(message: str) -> HandoffError:
 def _tagged(obj: Any, what: str) -> tuple[str, Any]:
     """Split serde's external tag ``{"Variant": payload}``."""
     if not isinstance(obj, dict) or len(obj) != 1:
-        raise _wire_error(f"{what} must be an object with exactly one variant key, got {obj!r}")
+        raise _wire_error(
+            f"{what} must be an object with exactly one variant key, got {quoted(obj)}"
+        )
     ((tag, payload),) = obj.items()
     return tag, payload
 
 
 def _validated(cls: type[Any], payload: Any, what: str) -> Any:
     if not isinstance(payload, dict):
-        raise _wire_error(f"{what} payload must be an object, got {payload!r}")
+        raise _wire_error(f"{what} payload must be an object, got {quoted(payload)}")
     try:
         return cls.model_validate(payload)
     except ValidationError as error:
@@ -67,9 +101,59 @@ def _validated(cls: type[Any], payload: Any, what: str) -> Any:
 
 
 def _describe(error: ValidationError) -> str:
+    """pydantic's complaints without the input (unknown keys are quoted, briefly)."""
     return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in error.errors()
+        f"{'.'.join(_location(p) for p in e['loc']) or 'value'}: {e['msg']}"
+        for e in error.errors(include_url=False, include_input=False)
     )
+
+
+def _location(part: str | int) -> str:
+    return (
+        part if isinstance(part, str) and part.isidentifier() and len(part) <= 40 else quoted(part)
+    )
+
+
+# ----------------------------------------------------------------------- scalars
+
+_HANDOFF_ID = TypeAdapter(HandoffId).validator.validate_python
+_U64 = TypeAdapter(U64).validator.validate_python
+_F64 = TypeAdapter(F64).validator.validate_python
+
+
+def handoff_id_from_wire(value: Any, what: str = "handoff_id") -> UUID:
+    """A handoff id, read exactly as every fact's ``handoff_id`` field reads it."""
+    try:
+        handoff_id: UUID = _HANDOFF_ID(value)
+    except ValidationError as error:
+        raise _wire_error(f"{what} is not a UUID ({_reason(error)}): {quoted(value)}") from None
+    return handoff_id
+
+
+def u64_from_wire(value: Any, what: str) -> int:
+    """An integer in ``0..2^64-1``, read exactly as every u64 field of the models reads it."""
+    try:
+        number: int = _U64(value)
+    except ValidationError as error:
+        raise _wire_error(
+            f"{what} must be an integer in 0..2^64-1 ({_reason(error)}), got {quoted(value)}"
+        ) from None
+    return number
+
+
+def f64_from_wire(value: Any, what: str) -> float:
+    """A number as f64, read exactly as every float field of the models reads it."""
+    try:
+        number: float = _F64(value)
+    except ValidationError as error:
+        raise _wire_error(
+            f"{what} must be a number ({_reason(error)}), got {quoted(value)}"
+        ) from None
+    return number
+
+
+def _reason(error: ValidationError) -> str:
+    return "; ".join(e["msg"] for e in error.errors(include_url=False, include_input=False))
 
 
 # ----------------------------------------------------------------------- timing
@@ -110,7 +194,7 @@ def fact_from_wire(obj: Any) -> HandoffFact:
     cls = _FACTS_BY_NAME.get(tag)
     if cls is None:
         raise _wire_error(
-            f"unknown fact variant {tag!r} (expected one of {sorted(_FACTS_BY_NAME)})"
+            f"unknown fact variant {quoted(tag)} (expected one of {sorted(_FACTS_BY_NAME)})"
         )
     fact: HandoffFact = _validated(cls, payload, tag)
     return fact
@@ -131,7 +215,7 @@ def action_from_wire(obj: Any) -> HandoffAction:
     cls = _ACTIONS_BY_NAME.get(tag)
     if cls is None:
         raise _wire_error(
-            f"unknown action variant {tag!r} (expected one of {sorted(_ACTIONS_BY_NAME)})"
+            f"unknown action variant {quoted(tag)} (expected one of {sorted(_ACTIONS_BY_NAME)})"
         )
     action: HandoffAction = _validated(cls, payload, tag)
     return action
@@ -143,7 +227,7 @@ def issued_to_wire(issued: IssuedHandoffAction) -> dict[str, Any]:
 
 def issued_from_wire(obj: Any) -> IssuedHandoffAction:
     if not isinstance(obj, dict) or set(obj) != {"id", "action"}:
-        raise _wire_error(f"an issued action is {{'id': ..., 'action': ...}}, got {obj!r}")
+        raise _wire_error(f"an issued action is {{'id': ..., 'action': ...}}, got {quoted(obj)}")
     try:
         return IssuedHandoffAction.model_validate(
             {"id": obj["id"], "action": action_from_wire(obj["action"])}
@@ -166,24 +250,11 @@ def outcome_from_wire(obj: Any) -> HandoffActionOutcome:
         outcome = _UNIT_OUTCOMES.get(obj)
         if outcome is None:
             raise _wire_error(
-                f"unknown outcome {obj!r} (expected one of {sorted(_UNIT_OUTCOMES)} "
+                f"unknown outcome {quoted(obj)} (expected one of {sorted(_UNIT_OUTCOMES)} "
                 'or {"Failed": "<reason>"})'
             )
         return outcome
     tag, reason = _tagged(obj, "outcome")
     if tag != "Failed" or not isinstance(reason, str):
-        raise _wire_error(f'a non-unit outcome is {{"Failed": "<reason>"}}, got {obj!r}')
+        raise _wire_error(f'a non-unit outcome is {{"Failed": "<reason>"}}, got {quoted(obj)}')
     return HandoffActionOutcome.failed(reason)
-
-
-# ----------------------------------------------------------------------- text
-
-
-def dumps(obj: Any) -> str:
-    """JSON text with non-finite floats as the ``NaN``/``Infinity``/``-Infinity`` literals."""
-    return json.dumps(obj, allow_nan=True)
-
-
-def loads(text: str | bytes) -> Any:
-    """Parse JSON text, accepting the ``NaN``/``Infinity``/``-Infinity`` literals."""
-    return json.loads(text)

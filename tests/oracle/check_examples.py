@@ -174,7 +174,9 @@ EXPECT["fallbacks"] = (
 INVALID = "!invalid_input"
 EXPECT["malformed"] = (
     list[E](["[]"])
-    + [INVALID] * 18
+    + [INVALID] * 16
+    + ["[]"]  # a braced UUID, as the uuid crate reads it
+    + [INVALID]
     + ["!duplicate_coordinator", "!unknown_coordinator"]
     + [INVALID] * 4
     + ["!unknown_coordinator", "0:SubmitPrefill", INVALID]
@@ -186,7 +188,9 @@ MALFORMED_COORDINATORS = (
     ["m1", None, None, None, None, "m1", None]
     + ["m1"] * 10
     + ["m2", "m1", "m1", "m9", None, None, None, None, "\u00e7\U0001F600\"q\n", "m1", None]
-    + ["m1"] * 7
+    + ["m1"] * 5
+    + [None]  # a repeated key makes the line unreadable JSON: no coordinator is named
+    + ["m1"]
 )
 
 NAMED = {"D_SF": D_SF, "D_DF": D_DF, "INF": INF, "-INF": -INF, "NAN": NAN}

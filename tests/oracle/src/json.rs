@@ -1,15 +1,18 @@
 //! A small std-only JSON reader and writer for trace lines.
 //!
 //! Rule kept here: reading accepts RFC 8259 JSON plus the literals `NaN`,
-//! `Infinity` and `-Infinity` (exactly what Python's `json.loads` accepts by
-//! default); writing produces what Python's `json.dumps` would (default
-//! separators, `ensure_ascii`, float `repr`), so a reply line is byte-identical
-//! to `json.dumps` of the same dict and `json.loads` recovers every f64 bit.
+//! `Infinity` and `-Infinity`, nested at most 4 objects/arrays deep (what a
+//! trace line needs), with no key repeated in an object and no lone surrogate
+//! escape: the same text `handoff_fsm.io.jsontext` reads. Writing produces what
+//! Python's `json.dumps` would (default separators, `ensure_ascii`, float
+//! `repr`), so a reply line is byte-identical to `json.dumps` of the same dict
+//! and `json.loads` recovers every f64 bit.
 
 use std::fmt::Write as _;
 
-/// Nesting deeper than this is rejected (a trace line never needs more than 5).
-const MAX_DEPTH: usize = 64;
+/// Objects/arrays nested deeper than this are rejected: a trace line nests 4
+/// (line, fact, variant, timing), and Python's replay rejects deeper text before parsing.
+const MAX_NESTING: usize = 4;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -21,7 +24,7 @@ pub enum Value {
     NonFinite(f64),
     String(String),
     Array(Vec<Value>),
-    /// Members in document order; duplicates are kept (the schema layer decides).
+    /// Members in document order (a repeated key is a syntax error).
     Object(Vec<(String, Value)>),
 }
 
@@ -106,9 +109,10 @@ impl Parser<'_> {
         }
     }
 
+    /// A value inside `depth` enclosing objects/arrays.
     fn value(&mut self, depth: usize) -> Result<Value, String> {
-        if depth > MAX_DEPTH {
-            return Err(self.error("nesting too deep"));
+        if depth >= MAX_NESTING && matches!(self.peek(), Some(b'{' | b'[')) {
+            return Err(self.error("nested more than 4 objects/arrays deep"));
         }
         match self.peek() {
             None => Err(self.error("expected a value, found end of line")),
@@ -141,7 +145,12 @@ impl Parser<'_> {
             if self.peek() != Some(b'"') {
                 return Err(self.error("expected a string key"));
             }
+            let key_at = self.pos;
             let key = self.string()?;
+            if members.iter().any(|(other, _)| *other == key) {
+                self.pos = key_at;
+                return Err(self.error("repeated key in an object"));
+            }
             self.skip_ws();
             if self.peek() != Some(b':') {
                 return Err(self.error("expected ':'"));
@@ -513,6 +522,13 @@ mod tests {
             assert_eq!(parse(not_u64).unwrap().as_u64(), None, "{not_u64}");
         }
         assert_eq!(parse("-0").unwrap().as_f64().map(f64::to_bits), Some((-0.0f64).to_bits()));
+        assert!(parse(r#"{"a": 1, "b": {"a": 2}}"#).is_ok());
+        assert!(parse(r#"{"a": 1, "b": 2, "a": 1}"#).is_err());
+        assert!(parse(r#"[{"x": [{}]}]"#).is_ok());
+        for deep in [r#"[{"x": [{"y": []}]}]"#, "[[[[[]]]]]", "[[[[[1]]]]]"] {
+            assert!(parse(deep).is_err(), "{deep}");
+        }
+        assert!(parse(r#"[[["[[[[[[["]]]"#).is_ok());
         assert_eq!(parse("1e400").unwrap().as_f64(), Some(f64::INFINITY));
     }
 

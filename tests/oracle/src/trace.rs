@@ -1,7 +1,7 @@
 //! Trace-line schema (docs/ARCHITECTURE.md §7): a parsed JSON value becomes an [`Op`].
 //!
 //! Rule kept here: strict, serde-like decoding that also rejects unknown keys
-//! and duplicate keys. Integers are JSON integers without sign, fraction or
+//! (repeated keys never get here: the JSON reader rejects them). Integers are JSON integers without sign, fraction or
 //! exponent that fit u64; floats are any JSON number or `NaN`/`Infinity`/
 //! `-Infinity`; optional fields may be omitted (and, where the Rust field is an
 //! `Option`, be `null`). Every error here becomes `invalid_input`.
@@ -394,7 +394,6 @@ mod tests {
             r#"{"coordinator": 1, "op": "start"}"#,
             r#"{"coordinator": "c", "op": "stop"}"#,
             r#"{"coordinator": "c", "op": "start", "x": 1}"#,
-            r#"{"coordinator": "c", "op": "start", "op": "start"}"#,
             r#"{"coordinator": "c", "op": "outcome", "action_id": -1, "outcome": "Noop"}"#,
             r#"{"coordinator": "c", "op": "outcome", "action_id": 1.0, "outcome": "Noop"}"#,
             r#"{"coordinator": "c", "op": "outcome", "action_id": true, "outcome": "Noop"}"#,

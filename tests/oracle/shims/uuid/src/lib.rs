@@ -1,6 +1,7 @@
 //! Minimal std-only stand-in for `uuid`: a 128-bit value with `from_u128`
-//! (what the reference's own tests use), parsing of the hyphenated and simple
-//! (32 hex digits) text forms, and lowercase hyphenated `Display`.
+//! (what the reference's own tests use), parsing of the text forms the real
+//! crate's `Uuid::parse_str` accepts (simple, hyphenated, braced, URN), and
+//! lowercase hyphenated `Display`.
 
 use std::fmt;
 
@@ -16,10 +17,19 @@ impl Uuid {
         self.0
     }
 
-    /// Parse `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` or 32 hex digits (any case).
-    /// Braced and `urn:uuid:` forms are deliberately not accepted.
+    /// Parse what `uuid` 1.x's `Uuid::parse_str` parses: 32 hex digits,
+    /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, that form in braces, or after
+    /// `urn:uuid:` (lowercase prefix); hex digits in either case.
     pub fn parse_str(text: &str) -> Option<Self> {
-        let bytes = text.as_bytes();
+        let bytes = match text.as_bytes() {
+            [b'{', inner @ .., b'}'] if inner.len() == 36 => inner,
+            [b'u', b'r', b'n', b':', b'u', b'u', b'i', b'd', b':', inner @ ..]
+                if inner.len() == 36 =>
+            {
+                inner
+            }
+            bytes => bytes,
+        };
         let mut value: u128 = 0;
         let mut push = |b: u8| -> bool {
             let digit = match b {
@@ -82,7 +92,12 @@ mod tests {
         assert_eq!(u.to_string(), text.to_ascii_lowercase());
         assert_eq!(Uuid::parse_str("0123abcd456789abcdef0123456789ab"), Some(u));
         assert_eq!(Uuid::from_u128(1).to_string(), "00000000-0000-0000-0000-000000000001");
-        for bad in ["", "{0123abcd-4567-89ab-cdef-0123456789ab}", "0123abcd-4567-89ab-cdef-0123456789a",
+        assert_eq!(Uuid::parse_str("{0123abcd-4567-89ab-cdef-0123456789ab}"), Some(u));
+        assert_eq!(Uuid::parse_str("urn:uuid:0123abcd-4567-89AB-cdef-0123456789ab"), Some(u));
+        for bad in ["", "{0123abcd456789abcdef0123456789ab}", "urn:uuid:0123abcd456789abcdef0123456789ab",
+                    "URN:UUID:0123abcd-4567-89ab-cdef-0123456789ab", "{0123abcd-4567-89ab-cdef-0123456789ab",
+                    "{{0123abcd-4567-89ab-cdef-0123456789ab}}", " 0123abcd-4567-89ab-cdef-0123456789ab",
+                    "0123abcd-4567-89ab-cdef-0123456789a",
                     "0123abcd-4567-89ab-cdef_0123456789ab", "0123abcd-4567-89ab-cdef-0123456789ag",
                     "0123abcd4-567-89ab-cdef-0123456789ab", "+123abcd456789abcdef0123456789ab"] {
             assert_eq!(Uuid::parse_str(bad), None, "{bad}");

@@ -1,0 +1,257 @@
+"""The command line: every ordinary mistake is one line on stderr and exit status 2.
+
+Each case runs ``python -m handoff_fsm`` in a subprocess, as a user would, and
+demands exactly one stderr line ``handoff-fsm <command>: ...`` and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+import handoff_fsm
+from handoff_fsm import cli
+from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES
+
+HID = "01234567-89ab-cdef-0123-456789abcdef"
+TRACE_LINES = [
+    json.dumps({"coordinator": "c", "op": "new", "handoff_id": HID, "order": "SourceFirst"}),
+    json.dumps({"coordinator": "c", "op": "start"}),
+]
+HAS_DEV_FULL = Path("/dev/full").exists()
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "trace.jsonl").write_text("\n".join(TRACE_LINES) + "\n")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir.svg").mkdir()
+    (tmp_path / "dir.dot").mkdir()
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")  # unreadable for everyone, root too
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(command: str, cwd: Path, *, shell_redirect: str = "") -> subprocess.CompletedProcess[str]:
+    """``python -m handoff_fsm COMMAND`` in ``cwd``, optionally with a shell redirection."""
+    python = f"{sys.executable} -m handoff_fsm {command}"
+    return subprocess.run(
+        ["sh", "-c", f"exec {python} {shell_redirect}"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], command: str) -> str:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"handoff-fsm {command}: "), lines[0]
+    return lines[0]
+
+
+CASES = [
+    ("replay dir", "replay", "dir: Is a directory"),
+    ("replay trace.jsonl -o dir", "replay", "dir: Is a directory"),
+    ("replay missing.jsonl", "replay", "missing.jsonl: No such file or directory"),
+    ("replay loop", "replay", "loop: Too many levels of symbolic links"),
+    ("replay trace.jsonl -o trace.jsonl", "replay", "would overwrite the trace"),
+    ("replay trace.jsonl -o missing/out.jsonl", "replay", "No such file or directory"),
+    ("review -o dir", "review", "dir: Is a directory"),
+    ("review -o trace.jsonl/x.md", "review", "trace.jsonl"),
+    ("diagrams trace.jsonl", "diagrams", "trace.jsonl: not a directory"),
+    ("diagram --trace dir -o out.dot", "diagram", "dir: Is a directory"),
+    ("diagram --trace loop -o out.dot", "diagram", "loop: Too many levels of symbolic links"),
+    ("diagram --trace missing.jsonl -o out.dot", "diagram", "No such file or directory"),
+    ("diagram --trace trace.jsonl -o dir.dot", "diagram", "dir.dot: Is a directory"),
+    ("simulate --handoffs 5 --trace dir", "simulate", "dir: Is a directory"),
+    ("simulate --handoffs 5 --trace missing/t.jsonl", "simulate", "No such file or directory"),
+]
+
+
+@pytest.mark.parametrize(("command", "name", "says"), CASES, ids=[c[0] for c in CASES])
+def test_file_mistakes_are_one_line(work: Path, command: str, name: str, says: str) -> None:
+    line = assert_one_line_error(run(command, work), name)
+    assert says in line
+
+
+@pytest.mark.skipif(not HAS_DEV_FULL, reason="needs /dev/full")
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        ("replay trace.jsonl -o /dev/full", "replay"),
+        ("review -o /dev/full", "review"),
+        ("simulate --handoffs 5 --trace /dev/full", "simulate"),
+    ],
+)
+def test_a_full_disk_is_one_line(work: Path, command: str, name: str) -> None:
+    line = assert_one_line_error(run(command, work), name)
+    assert line.endswith("/dev/full: No space left on device")
+
+
+@pytest.mark.skipif(not HAS_DEV_FULL, reason="needs /dev/full")
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [("replay trace.jsonl", "replay"), ("check --order SourceFirst", "check")],
+)
+def test_a_full_stdout_is_one_line(work: Path, command: str, name: str) -> None:
+    line = assert_one_line_error(run(command, work, shell_redirect="> /dev/full"), name)
+    assert "No space left on device" in line
+
+
+def test_closed_stdin_is_one_line(work: Path) -> None:
+    line = assert_one_line_error(run("replay -", work, shell_redirect="<&-"), "replay")
+    assert line == "handoff-fsm replay: <stdin>: closed (the command was started without it)"
+
+
+@pytest.mark.parametrize(
+    ("command", "name"), [("replay trace.jsonl", "replay"), ("check --order SourceFirst", "check")]
+)
+def test_closed_stdout_is_one_line(work: Path, command: str, name: str) -> None:
+    line = assert_one_line_error(run(command, work, shell_redirect=">&-"), name)
+    assert line.endswith("<stdout>: closed (the command was started without it)")
+
+
+def test_closed_stdout_does_not_matter_when_writing_a_file(work: Path) -> None:
+    result = run("replay trace.jsonl -o out.jsonl", work, shell_redirect=">&-")
+    assert result.returncode == 0, result.stderr
+    assert len((work / "out.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.skipif(os.name != "posix" or shutil.which("sh") is None, reason="needs a POSIX shell")
+def test_unreadable_file_is_one_line(work: Path) -> None:
+    secret = work / "secret.jsonl"
+    secret.write_text("\n".join(TRACE_LINES) + "\n")
+    secret.chmod(0)
+    command = []
+    if os.geteuid() == 0:  # root reads anything: run as nobody, who cannot
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: cannot make a file unreadable")
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    result = subprocess.run(
+        [*command, sys.executable, "-m", "handoff_fsm", "replay", str(secret)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    if "Permission denied" not in result.stderr or "secret" not in result.stderr:
+        pytest.skip(f"this environment cannot run the unprivileged check: {result.stderr[-300:]}")
+    line = assert_one_line_error(result, "replay")
+    assert line == f"handoff-fsm replay: {secret}: Permission denied"
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ("replay trace.jsonl --remember ²", "argument --remember: expected a count or 'all'"),
+        ("replay trace.jsonl --remember -1", "argument --remember: expected a count or 'all'"),
+        ("replay trace.jsonl --max-line-bytes 0", "argument --max-line-bytes: expected a whole"),
+        ("replay trace.jsonl --max-line-bytes ٣", "argument --max-line-bytes: expected a whole"),
+        ("simulate --engine sglang", "argument --engine: invalid choice: 'sglang'"),
+        ("simulate --handoffs ²", "argument --handoffs: expected a whole number"),
+        ("check --engine vllm", "argument --engine: invalid choice: 'vllm'"),
+    ],
+)
+def test_argument_mistakes_are_usage_errors(work: Path, command: str, says: str) -> None:
+    result = run(command, work)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert says in result.stderr.splitlines()[-1]
+
+
+def test_a_closed_pipe_ends_quietly(work: Path) -> None:
+    big = work / "big.jsonl"
+    big.write_text("\n".join(TRACE_LINES * 50_000) + "\n")
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "handoff_fsm", "replay", str(big)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.read(100)
+    reader.stdout.close()  # as `| head -c 100` does
+    stderr = reader.stderr.read().decode()
+    assert reader.wait(timeout=300) == 0
+    assert stderr == ""
+
+
+def test_the_max_line_bytes_option_bounds_lines(work: Path) -> None:
+    result = run("replay trace.jsonl --max-line-bytes 60", work)
+    assert result.returncode == 0
+    codes = [json.loads(line).get("error", {}).get("code") for line in result.stdout.splitlines()]
+    assert codes == ["line_too_long", "unknown_coordinator"]
+
+
+def test_version(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = run("--version", work)
+    assert result.returncode == 0
+    assert result.stdout == f"handoff-fsm {metadata.version('handoff-fsm')}\n"
+
+    def missing(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    assert cli.version() == handoff_fsm.__version__
+
+
+def _actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+
+
+def test_every_subcommand_and_argument_has_help() -> None:
+    parser = cli.build_parser()
+    for action in _actions(parser):
+        assert action.help and action.help != argparse.SUPPRESS, action.dest
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    helps = {choice.dest: choice.help for choice in subparsers._choices_actions}
+    assert set(helps) == set(subparsers.choices) == set(cli._RUNNERS)
+    for name, sub in subparsers.choices.items():
+        assert helps[name], name
+        assert sub.description, name
+        for action in _actions(sub):
+            assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
+
+
+def test_engine_means_one_thing_everywhere() -> None:
+    subparsers = next(
+        a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    for name, sub in subparsers.choices.items():
+        for action in sub._actions:
+            if "--engine" in action.option_strings:
+                assert action.choices == ("compiled", "statechart"), name
+            if "--backend" in action.option_strings:
+                assert name == "simulate"
+
+
+def test_the_cli_module_and_help_stay_light() -> None:
+    probe = (
+        "import sys\n"
+        "from handoff_fsm.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('handoff_fsm.cli.', 'handoff_fsm.io', 'handoff_fsm.verify', "
+        "'handoff_fsm.diagrams', 'handoff_fsm.simulate', 'rich', 'graphviz')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert "usage: handoff-fsm" in result.stdout
+    assert result.stderr.strip() == "[]"
+
+
+def test_the_default_line_limit_is_the_library_s() -> None:
+    assert cli._DEFAULT_MAX_LINE_BYTES == DEFAULT_MAX_LINE_BYTES == 1 << 20

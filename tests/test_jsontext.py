@@ -1,0 +1,123 @@
+"""The one JSON reader: what serde_json reads, with bounded work and no recursion."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pytest
+
+from handoff_fsm.errors import HandoffError, HandoffErrorCode
+from handoff_fsm.io.jsontext import MAX_NESTING, dumps, loads, nesting
+
+
+def refused(text: str | bytes) -> str:
+    with pytest.raises(HandoffError) as error:
+        loads(text)
+    assert error.value.code is HandoffErrorCode.INVALID_INPUT
+    return error.value.message
+
+
+def test_ordinary_lines_read_like_json_loads() -> None:
+    line = (
+        '{"coordinator": "c\\u00e7\\ud83d\\ude00", "op": "fact", "fact": {"SourceHeld": '
+        '{"handoff_id": "x", "transfer_timing": {"mode": "full_prompt", "full_prompt_tokens": '
+        '18446744073709551615, "bandwidth_gb_s": NaN, "kv_bytes_per_token": -Infinity}}}}'
+    )
+    # (compared as text: NaN is unequal to itself)
+    assert dumps(loads(line)) == dumps(json.loads(line))
+    assert dumps(loads(line.encode())) == dumps(json.loads(line))
+
+
+@pytest.mark.parametrize(
+    ("literal", "expected"),
+    [
+        ("0", 0),
+        ("7", 7),
+        ("-7", -7),
+        ("18446744073709551615", 2**64 - 1),  # u64::MAX stays an integer
+        ("-9223372036854775808", -(2**63)),  # i64::MIN stays an integer
+        ("18446744073709551616", 18446744073709551616.0),  # beyond u64: a float, as serde_json
+        ("-9223372036854775809", -9223372036854775809.0),  # beyond i64: a float
+        ("1" + "0" * 400, math.inf),  # as 1e400: no OverflowError anywhere downstream
+        ("-" + "9" * 400, -math.inf),
+        ("1" + "0" * 5000, math.inf),  # beyond Python's int-string limit too
+        ("1.0", 1.0),
+        ("1e0", 1.0),
+    ],
+)
+def test_integer_literals_are_classified_as_serde_json_does(literal: str, expected: object) -> None:
+    value = loads(f"[{literal}]")[0]
+    assert type(value) is type(expected)
+    assert value == expected
+
+
+def test_minus_zero_is_the_float_minus_zero() -> None:
+    value = loads("-0")
+    assert type(value) is float and math.copysign(1.0, value) == -1.0
+    assert type(loads("-0.0")) is float
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("\ufeff{}", "byte-order mark"),
+        (b"\xef\xbb\xbf{}", "byte-order mark"),
+        (b"{\xff}", "not UTF-8"),
+        (b'{"a": "\xed\xa0\x80"}', "not UTF-8"),  # an encoded surrogate
+        ('{"a": 1}'.encode("utf-16"), "not UTF-8"),  # json.loads(bytes) would accept UTF-16
+        ('{"a": 1}'.encode("utf-32-le"), "invalid JSON"),  # NUL bytes are UTF-8, not JSON
+        ('{"a": 1, "a": 1}', "repeated"),
+        ('{"a": {"b": 1, "b": 2}}', "repeated"),
+        ('{"\\u0061": 1, "a": 2}', "repeated"),  # the same key, spelled differently
+        ('"\\ud800"', "surrogate"),
+        ('{"\\udfff": 1}', "surrogate"),
+        ('["\\ud83d\\ud83d"]', "surrogate"),
+        ('["\\ude00\\ud83d"]', "surrogate"),
+        ("[[[[[]]]]]", "nested"),
+        ("{" * 100_000, "nested"),
+        ("[" * 1_000 + "]" * 1_000, "nested"),
+        ("", "invalid JSON"),
+        ("{} {}", "invalid JSON"),
+        ("nan", "invalid JSON"),
+    ],
+)
+def test_what_serde_refuses_is_invalid_input(text: str | bytes, why: str) -> None:
+    assert why in refused(text)
+
+
+def test_deep_nesting_never_reaches_a_recursion_limit() -> None:
+    # Even with almost no stack left, the depth check refuses before parsing.
+    limit = sys.getrecursionlimit()
+    depth = 0
+
+    def nested_call() -> str:
+        nonlocal depth
+        depth += 1
+        if depth < limit - 60:
+            return nested_call()
+        return refused("[" * 100_000 + "]" * 100_000)
+
+    assert "nested" in nested_call()
+
+
+def test_nesting_is_measured_outside_strings() -> None:
+    assert MAX_NESTING == 4
+    assert nesting('{"a": [{"b": {"c": 1}}]}') == 4
+    assert nesting('["[[[[[[", "{{{{{{{{", "\\"[[[[[["]') == 1
+    assert nesting('["\\\\", [[[]]]]') == 4  # an escaped backslash ends the string
+    assert nesting('"unterminated [[[[[[[[') == 0
+    assert nesting("]]]]") == 0
+    accepted = loads('{"reason": "[[[[[[[[[[{{{{{{{{{{", "x": [[["]]]]]]"]]]}')
+    assert accepted["reason"] == "[[[[[[[[[[{{{{{{{{{{"
+
+
+def test_paired_surrogates_are_characters() -> None:
+    assert loads('"\\ud83d\\ude00"') == "\U0001f600"
+    assert loads('"\\\\ud800"') == "\\ud800"  # an escaped backslash, not an escape
+
+
+def test_messages_quote_little_of_the_input() -> None:
+    message = refused('{"' + "k" * 100_000 + '": 1, "' + "k" * 100_000 + '": 2}')
+    assert len(message) < 200
