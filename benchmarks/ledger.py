@@ -1,8 +1,10 @@
-"""Bytes per forgotten coordinator key: replay's ledger against a plain dict.
+"""Bytes per completed coordinator in replay: a tombstone, and a key in the ledger.
 
 Rule kept here: memory is what ``tracemalloc`` sees allocated while the
 structure is built (the keys' ``str`` objects count for the dict, which holds
-them; the ledger holds only their UTF-8 bytes). README quotes this output.
+them; the ledger holds only their UTF-8 bytes). A tombstone's cost is measured
+through :class:`~handoff_fsm.io.replay.TraceReplayer` itself, replaying handoffs
+that complete at once with every tombstone kept. README quotes this output.
 Usage: ``python benchmarks/ledger.py [COUNT]``.
 """
 
@@ -14,6 +16,7 @@ import uuid
 from collections.abc import Callable
 
 from handoff_fsm.io.ledger import RetiredKeys
+from handoff_fsm.io.replay import TraceReplayer
 from handoff_fsm.model import HandoffCompletion
 
 SHAPES: dict[str, Callable[[int], str]] = {
@@ -40,8 +43,29 @@ def ledger_of(keys: list[str]) -> RetiredKeys:
     return ledger
 
 
+def tombstone_bytes(count: int) -> float:
+    """Bytes a remembered completed coordinator keeps (key ``h<n>``, remember all)."""
+    replayer = TraceReplayer(remember_completed=None)
+
+    def complete(first: int, last: int) -> None:
+        for i in range(first, last):
+            handoff_id = str(uuid.UUID(int=i + 1))
+            key = f'"coordinator": "h{i:06d}"'
+            replayer.reply_text(
+                f'{{{key}, "op": "new", "handoff_id": "{handoff_id}", "order": "SourceFirst"}}', 1
+            )
+            fact = f'{{"Canceled": {{"handoff_id": "{handoff_id}"}}}}'
+            replayer.reply_text(f'{{{key}, "op": "fact", "fact": {fact}}}', 2)
+
+    complete(0, 1_000)  # warm up: caches, interned names
+    return allocated(lambda: complete(1_000, 1_000 + count)) / count
+
+
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    tombstones = min(count, 100_000)
+    print(f"tombstone: {tombstone_bytes(tombstones):.0f} B per handoff ({tombstones:,} handoffs)")
+    print()
     print(f"| key ({count:,} keys) | ledger | dict of str keys |")
     print("|---|---|---|")
     for shape, make in SHAPES.items():

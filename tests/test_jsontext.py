@@ -72,6 +72,7 @@ def test_minus_zero_is_the_float_minus_zero() -> None:
         ('{"a": {"b": 1, "b": 2}}', "repeated"),
         ('{"\\u0061": 1, "a": 2}', "repeated"),  # the same key, spelled differently
         ('"\\ud800"', "surrogate"),
+        ('"\udcff"', "lone surrogate at character 1"),  # the character itself, in a str
         ('{"\\udfff": 1}', "surrogate"),
         ('["\\ud83d\\ud83d"]', "surrogate"),
         ('["\\ude00\\ud83d"]', "surrogate"),

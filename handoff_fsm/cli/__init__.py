@@ -25,6 +25,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn, cast
 
+from handoff_fsm.errors import quoted
+
 _RUNNERS: dict[str, str] = {
     "replay": "handoff_fsm.cli.replay:cli_replay",
     "diagrams": "handoff_fsm.cli.diagrams:cli_diagrams",
@@ -231,14 +233,16 @@ def version() -> str:
 def _natural(text: str) -> int:
     """A count in plain ASCII digits: ``int()`` would also take '٣', ' 3', '+3' and '1_000'."""
     if not (text.isascii() and text.isdigit()):
-        raise argparse.ArgumentTypeError(f"expected a whole number (digits 0-9), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number (digits 0-9), got {quoted(text)}"
+        )
     return int(text)
 
 
 def _positive(text: str) -> int:
     value = _natural(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {quoted(text)}")
     return value
 
 
@@ -248,7 +252,7 @@ def _remember(text: str) -> int | None:
     try:
         return _natural(text)
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected a count or 'all', got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a count or 'all', got {quoted(text)}") from None
 
 
 def _runner(command: str) -> Callable[[argparse.Namespace], int]:

@@ -5,7 +5,8 @@ and it accepts exactly the JSON a serde reader of the Rust types accepts, plus
 the wire format's ``NaN``/``Infinity``/``-Infinity`` literals. Anything else is
 ``invalid_input``, decided before a single coordinator sees the line:
 
-- **UTF-8 only**: bytes are decoded strictly; a byte-order mark is not JSON
+- **UTF-8 only**: bytes are decoded strictly; a ``str`` must be encodable as
+  UTF-8 (no lone surrogate characters); a byte-order mark is not JSON
   (``json.loads`` would skip one in bytes, and guess UTF-16/32 from the bytes).
 - **At most** :data:`MAX_NESTING` **containers deep**: the trace schema nests 4
   (line, fact, variant, timing). The depth is measured on the text before parsing,
@@ -99,6 +100,13 @@ def loads(text: str | bytes) -> Any:
             text = text.decode("utf-8")
         except UnicodeDecodeError as error:
             raise _invalid(f"not UTF-8: {error.reason} at byte {error.start}") from None
+    elif not text.isascii():  # O(1) for the usual ASCII line
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:  # a str holding a lone surrogate character
+            raise _invalid(
+                f"not Unicode text: a lone surrogate at character {error.start}"
+            ) from None
     if text.startswith("\ufeff"):
         raise _invalid("a byte-order mark (U+FEFF) is not JSON")
     # Counting brackets is cheap and bounds the depth from above; only a line with
