@@ -255,3 +255,24 @@ def test_the_cli_module_and_help_stay_light() -> None:
 
 def test_the_default_line_limit_is_the_library_s() -> None:
     assert cli._DEFAULT_MAX_LINE_BYTES == DEFAULT_MAX_LINE_BYTES == 1 << 20
+
+
+def test_diagram_reads_hostile_traces_like_replay(work: Path) -> None:
+    hostile = work / "hostile.jsonl"
+    deep = "[" * 100_000 + "]" * 100_000
+    hostile.write_text(
+        "\n".join(
+            [
+                TRACE_LINES[0],
+                deep,
+                '{"coordinator": "c", "op": "start", "x": ' + deep + "}",
+                TRACE_LINES[1],
+                "x" * (DEFAULT_MAX_LINE_BYTES + 10),
+            ]
+        )
+        + "\n"
+    )
+    result = run("diagram --trace hostile.jsonl -o out.dot", work)
+    assert result.returncode == 0, result.stderr
+    dot = (work / "out.dot").read_text()
+    assert "1 inputs" in dot and "line_too_long" in dot and "invalid_input" in dot

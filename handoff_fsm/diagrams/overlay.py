@@ -12,7 +12,6 @@ listed beside the chart.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,8 @@ from handoff_fsm.diagrams.model import ChartModel, describe_chart
 from handoff_fsm.diagrams.render import render
 from handoff_fsm.engines.compiled import ChartState
 from handoff_fsm.errors import HandoffError, HandoffErrorCode
+from handoff_fsm.io.jsontext import loads
+from handoff_fsm.io.lines import bounded_lines
 from handoff_fsm.io.replay import TraceReplayer
 from handoff_fsm.io.wire import fact_from_wire, outcome_from_wire
 from handoff_fsm.model import HandoffCompletion, HandoffOrder
@@ -73,7 +74,7 @@ class TraceOverlayError(ValueError):
 
 def _parse(line: str) -> dict[str, Any] | None:
     try:
-        op = json.loads(line)
+        op = loads(line)  # replay's own reader: no recursion limit, the same refusals
     except ValueError:
         return None
     return op if isinstance(op, dict) else None
@@ -271,7 +272,8 @@ def write_overlay(trace: Path, output: Path, coordinator: str | None = None) -> 
     suffix = output.suffix.lower()
     if suffix not in (".svg", ".png", ".dot"):
         raise ValueError(f"output must end in .svg, .png or .dot, not {output.name!r}")
-    with trace.open(encoding="utf-8") as lines:
+    with trace.open("rb") as stream:  # an over-long line is cut, as replay cuts it
+        lines = (line.decode("utf-8") for line in bounded_lines(stream))
         source = overlay_dot(lines, coordinator, name=trace.name)
     data = source.encode("utf-8") if suffix == ".dot" else render(source, suffix[1:])  # type: ignore[arg-type]
     output.parent.mkdir(parents=True, exist_ok=True)
