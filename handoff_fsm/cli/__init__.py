@@ -36,6 +36,9 @@ _RUNNERS: dict[str, str] = {
     "simulate": "handoff_fsm.cli.simulate:cli_simulate",
 }
 
+_REVISIONS = ("seed", "a976b2bf")
+"""Protocol revisions (``handoff_fsm.Revision``; the package is not imported for --help)."""
+
 _ENGINES = ("compiled", "statechart")
 _ENGINE_HELP = "how coordinators run: the compiled table (default) or the statechart interpreter"
 _DEFAULT_MAX_LINE_BYTES = 1 << 20
@@ -72,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to write the replies (default: - for stdout)",
     )
     replay.add_argument("--engine", choices=_ENGINES, default="compiled", help=_ENGINE_HELP)
+    replay.add_argument(
+        "--revision",
+        choices=_REVISIONS,
+        default="seed",
+        help="protocol revision of 'new' lines that name none (default: seed; a line's own "
+        '"revision" wins)',
+    )
     replay.add_argument(
         "--remember",
         default="10000",

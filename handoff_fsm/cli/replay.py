@@ -14,10 +14,11 @@ from collections.abc import Iterator
 from handoff_fsm.cli.files import OverwriteError, input_bytes, named_errors, output_text, same_file
 from handoff_fsm.io.lines import bounded_lines
 from handoff_fsm.io.replay import replay
+from handoff_fsm.model import Revision
 
 
 def cli_replay(args: argparse.Namespace) -> int:
-    """``handoff-fsm replay TRACE|- [-o OUT] [--engine E] [--remember N] [--max-line-bytes B]``."""
+    """``handoff-fsm replay TRACE|- [-o OUT] [--engine E] [--revision R] [--remember N] ...``."""
     if same_file(args.trace, args.output):
         raise OverwriteError("the output would overwrite the trace it replays", args.output)
     with input_bytes(args.trace) as source, output_text(args.output) as out:
@@ -28,6 +29,7 @@ def cli_replay(args: argparse.Namespace) -> int:
             engine=args.engine,
             remember_completed=args.remember,
             max_line_bytes=args.max_line_bytes,
+            revision=Revision(args.revision),
         ):
             write(reply)
             write("\n")

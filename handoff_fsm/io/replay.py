@@ -42,12 +42,17 @@ from handoff_fsm.model import (
     HandoffCompletion,
     HandoffOrder,
     IssuedHandoffAction,
+    Revision,
     StartTransfer,
+    checked_revision,
 )
 
 _ORDERS = {order.value: order for order in HandoffOrder}
-CoordinatorFactory = Callable[[UUID, HandoffOrder, float], HandoffCoordinator]
-"""Builds a coordinator for a trace's ``new`` line (another implementation can be replayed)."""
+CoordinatorFactory = Callable[..., HandoffCoordinator]
+"""Builds a coordinator for a trace's ``new`` line (another implementation can be replayed).
+
+Called as ``factory(handoff_id, order, fallback)``, with ``revision=`` added when the
+line's revision is not the seed (so a factory that knows only the seed still works)."""
 
 _REQUIRED = frozenset({"coordinator", "op"})
 _OP_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
@@ -55,6 +60,8 @@ _OP_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
     "new": (
         _REQUIRED | {"handoff_id", "order"},
         _REQUIRED | {"handoff_id", "order", "fallback_transfer_delay_ms"},
+        _REQUIRED | {"handoff_id", "order", "revision"},
+        _REQUIRED | {"handoff_id", "order", "fallback_transfer_delay_ms", "revision"},
     ),
     "start": (_REQUIRED,),
     "fact": (_REQUIRED | {"fact"},),
@@ -102,6 +109,7 @@ class TraceReplayer:
         remember_completed: int | None = DEFAULT_REMEMBER_COMPLETED,
         factory: CoordinatorFactory | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        revision: Revision = Revision.SEED,
     ) -> None:
         if remember_completed is not None and remember_completed < 0:
             raise ValueError(f"remember_completed must be >= 0 or None, not {remember_completed}")
@@ -110,6 +118,8 @@ class TraceReplayer:
         self.engine: Engine = engine
         self.factory: CoordinatorFactory = factory or partial(HandoffCoordinator, engine=engine)
         """Builds the coordinator for a ``new`` line: ``factory(handoff_id, order, fallback)``."""
+        self.revision = checked_revision(revision)
+        """The revision of ``new`` lines that name none."""
         self.remember_completed = remember_completed
         """How many completed coordinators answer late lines exactly (``None``: all of them)."""
         self.max_line_bytes = max_line_bytes
@@ -187,11 +197,20 @@ class TraceReplayer:
             if "fallback_transfer_delay_ms" in op
             else 0.0
         )
+        revision = self.revision
+        if "revision" in op:
+            if type(op["revision"]) is not str:
+                raise _invalid(f'"revision" must be a string, got {quoted(op["revision"])}')
+            revision = checked_revision(op["revision"])
         if key in self.live or key in self.completed or key in self.retired:
             raise handoff_error(
                 HandoffErrorCode.DUPLICATE_COORDINATOR, f"coordinator {quoted(key)} already exists"
             )
-        coordinator = self.factory(handoff_id, order, fallback)
+        coordinator = (
+            self.factory(handoff_id, order, fallback)
+            if revision is Revision.SEED
+            else self.factory(handoff_id, order, fallback, revision=revision)
+        )
         live = self.live[key] = _Live(coordinator, _prefix(key))
         return live.prefix + _NO_ACTIONS_RUNNING
 
@@ -214,10 +233,17 @@ class TraceReplayer:
         except HandoffError as error:
             return self._error_reply(key, error)
         completion = coordinator.completion
-        if completion is not None:
+        # A coordinator that no input can change any more becomes a tombstone; under
+        # a976b2bf one that succeeded stays live, since a terminal fact can reopen it.
+        if completion is not None and _is_final(coordinator):
             del self.live[key]
             self._bury(key, _Tombstone(coordinator.handoff_id, completion))
-        return _reply_text(live.prefix, _actions_text(actions, live.handoff_id_text), completion)
+        return _reply_text(
+            live.prefix,
+            _actions_text(actions, live.handoff_id_text),
+            completion,
+            coordinator.is_complete,
+        )
 
     def _missing(self, key: str) -> HandoffError:
         """The error for a line naming a coordinator that is neither live nor a tombstone."""
@@ -257,32 +283,61 @@ class TraceReplayer:
         return _reply_text(_prefix(key), "", tombstone.completion)
 
     def _error_reply(self, key: str | None, error: HandoffError) -> str:
-        # Live coordinators are never complete (they become tombstones at once).
-        if key is None or key in self.live:
+        if key is None:
             return format_error(key, error, None)
+        live = self.live.get(key)
+        if live is not None:  # complete and live only under a976b2bf, after Success
+            coordinator = live.coordinator
+            return format_error(key, error, coordinator.completion, coordinator.is_complete)
         known = self.completed.get(key)
         completion = known.completion if known is not None else self.retired.completion(key)
         return format_error(key, error, completion)
 
 
 def format_reply(
-    key: str, actions: list[IssuedHandoffAction], completion: HandoffCompletion | None
+    key: str,
+    actions: list[IssuedHandoffAction],
+    completion: HandoffCompletion | None,
+    complete: bool | None = None,
 ) -> str:
-    """The reply line ``handoff-fsm replay`` prints for these actions (for recorders)."""
+    """The reply line ``handoff-fsm replay`` prints for these actions (for recorders).
+
+    ``complete`` defaults to "a completion is known"; it differs only while an a976b2bf
+    handoff that succeeded is cleaning up again (not complete, completion Success).
+    """
     handoff_id_text = str(actions[0].action.handoff_id) if actions else ""
-    return _reply_text(_prefix(key), _actions_text(actions, handoff_id_text), completion)
-
-
-def format_error(key: str | None, error: HandoffError, completion: HandoffCompletion | None) -> str:
-    """The error reply line ``handoff-fsm replay`` prints for ``error``."""
-    return (
-        f'{_prefix(key)}"error": {{"code": "{error.code.value}", '
-        f'"message": {json.dumps(error.message)}}}, {_status_text(completion)}}}'
+    return _reply_text(
+        _prefix(key), _actions_text(actions, handoff_id_text), completion, complete
     )
 
 
-def _reply_text(prefix: str, actions_text: str, completion: HandoffCompletion | None) -> str:
-    return f'{prefix}"actions": [{actions_text}], {_status_text(completion)}}}'
+def format_error(
+    key: str | None,
+    error: HandoffError,
+    completion: HandoffCompletion | None,
+    complete: bool | None = None,
+) -> str:
+    """The error reply line ``handoff-fsm replay`` prints for ``error``."""
+    return (
+        f'{_prefix(key)}"error": {{"code": "{error.code.value}", '
+        f'"message": {json.dumps(error.message)}}}, {_status_text(completion, complete)}}}'
+    )
+
+
+def _reply_text(
+    prefix: str,
+    actions_text: str,
+    completion: HandoffCompletion | None,
+    complete: bool | None = None,
+) -> str:
+    return f'{prefix}"actions": [{actions_text}], {_status_text(completion, complete)}}}'
+
+
+def _is_final(coordinator: Any) -> bool:
+    """Whether no input can change ``coordinator`` any more (a replayed implementation
+    without ``is_final`` is final once complete, as under the seed)."""
+    final = getattr(coordinator, "is_final", None)
+    return bool(coordinator.is_complete if final is None else final)
 
 
 def _actions_text(actions: list[IssuedHandoffAction], handoff_id_text: str) -> str:
@@ -298,10 +353,11 @@ def _prefix(key: str | None) -> str:
     return f'{{"coordinator": {json.dumps(key)}, '
 
 
-def _status_text(completion: HandoffCompletion | None) -> str:
-    if completion is None:
-        return '"complete": false, "completion": null'
-    return f'"complete": true, "completion": "{completion.value}"'
+def _status_text(completion: HandoffCompletion | None, complete: bool | None = None) -> str:
+    if complete is None:
+        complete = completion is not None
+    shown = "null" if completion is None else f'"{completion.value}"'
+    return f'"complete": {"true" if complete else "false"}, "completion": {shown}'
 
 
 def _float_text(value: float) -> str:
@@ -334,8 +390,11 @@ def replay(
     remember_completed: int | None = DEFAULT_REMEMBER_COMPLETED,
     factory: CoordinatorFactory | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    revision: Revision = Revision.SEED,
 ) -> Iterator[str]:
     """Replay trace lines lazily; yields one JSON reply line (no newline) per input line.
+
+    ``revision`` is the protocol revision of ``new`` lines that do not name one.
 
     ``factory(handoff_id, order, fallback)`` builds the coordinators (default: a
     :class:`HandoffCoordinator` on ``engine``), so another implementation can be replayed.
@@ -348,6 +407,7 @@ def replay(
         remember_completed=remember_completed,
         factory=factory,
         max_line_bytes=max_line_bytes,
+        revision=revision,
     )
     reply_text = replayer.reply_text
     for number, line in enumerate(lines, start=1):
