@@ -17,7 +17,7 @@ import warnings
 from typing import Any, Literal, get_args
 from uuid import UUID
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from handoff_fsm.chart import FACT_EVENTS, START, HandoffChart
 from handoff_fsm.consistency import Shape, reachable_shapes, same_float
@@ -29,6 +29,7 @@ from handoff_fsm.model import (
     HandoffActionOutcome,
     HandoffCompletion,
     HandoffFact,
+    HandoffId,
     HandoffOrder,
     IssuedHandoffAction,
     Revision,
@@ -265,11 +266,16 @@ def _unpickle(snapshot_json: str, engine: Engine) -> HandoffCoordinator:
 # ---------------------------------------------------------------------- construction
 
 
+_HANDOFF_ID = TypeAdapter(HandoffId).validator.validate_python
+"""The one reading of a handoff id string: the one every fact's ``handoff_id`` gets."""
+
+
 def _checked_handoff_id(value: object) -> UUID:
     if isinstance(value, str):
         try:
-            return UUID(value)
-        except ValueError:
+            handoff_id: UUID = _HANDOFF_ID(value)
+            return handoff_id
+        except ValidationError:
             pass
     raise handoff_error(
         HandoffErrorCode.INVALID_HANDOFF_ID,

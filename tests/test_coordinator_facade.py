@@ -11,6 +11,7 @@ from multiprocessing import get_context
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from handoff_fsm import (
     ConfigurationError,
@@ -163,3 +164,28 @@ def test_copy_of_a_fresh_coordinator_gets_its_own_journal() -> None:
     assert b.start()[0].id == reserve.id  # b had issued nothing: the same first id
     a.on_action_outcome(reserve.id, HandoffActionOutcome.ACCEPTED)
     assert b.snapshot().outcomes == ()
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "00000000-0000-4000-8000-000000000001",
+        "00000000000040008000000000000001",
+        "{00000000-0000-4000-8000-000000000001}",
+        "urn:uuid:00000000-0000-4000-8000-000000000001",
+        "+0000000-0000-4000-8000-000000000001",
+        " 00000000-0000-4000-8000-000000000001",
+        "0_000000-0000-4000-8000-000000000001",
+        "٠0000000-0000-4000-8000-000000000001",
+        "00000000-0000-4000-8000-0000000000011",
+    ],
+)
+def test_the_constructor_reads_a_handoff_id_exactly_as_facts_do(spelling: str) -> None:
+    try:
+        fact_id = TransferCompleted.model_validate({"handoff_id": spelling}).handoff_id
+    except ValidationError:
+        with pytest.raises(ConfigurationError) as error:
+            HandoffCoordinator(spelling, HandoffOrder.SOURCE_FIRST)
+        assert error.value.code is HandoffErrorCode.INVALID_HANDOFF_ID
+        return
+    assert HandoffCoordinator(spelling, HandoffOrder.SOURCE_FIRST).handoff_id == fact_id
