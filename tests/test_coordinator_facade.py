@@ -36,6 +36,7 @@ PUBLIC_API = {
     "on_action_outcome",
     "on_fact",
     "order",
+    "outstanding",
     "restore",
     "revision",
     "snapshot",
