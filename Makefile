@@ -23,8 +23,8 @@ graphviz:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz >/dev/null; }
 
 check: install
-	$(BIN)/ruff check handoff_fsm tests benchmarks
-	$(BIN)/ruff format --check handoff_fsm tests benchmarks
+	$(BIN)/ruff check handoff_fsm tests benchmarks examples
+	$(BIN)/ruff format --check handoff_fsm tests benchmarks examples
 	$(BIN)/mypy
 
 # The Mermaid files are validated by Mermaid's own parser (tools/mermaid-check, npm).

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
 
+import bench_aio as aio
 import bench_coordinator as coordinator
 import bench_explore as exploration
 import bench_replay as replay
@@ -53,6 +54,8 @@ class Profile:
     simulate_handoffs: int
     simulate_repeats: int
     explore_repeats: int
+    aio_handoffs: int
+    aio_pairs: int
 
 
 FULL = Profile(
@@ -68,6 +71,8 @@ FULL = Profile(
     simulate_handoffs=20_000,
     simulate_repeats=5,
     explore_repeats=3,
+    aio_handoffs=20_000,
+    aio_pairs=5,
 )
 QUICK = Profile(
     name="quick",
@@ -82,6 +87,8 @@ QUICK = Profile(
     simulate_handoffs=500,
     simulate_repeats=1,
     explore_repeats=1,
+    aio_handoffs=2_000,
+    aio_pairs=1,
 )
 
 
@@ -168,6 +175,8 @@ REPLAY_TARGET = 3.0
 FLAT_MEMORY_TARGET = 1.10
 """Peak RSS on the whole trace over peak RSS on its first quarter: at most 10% growth."""
 SIMULATE_TARGET = 3.0
+AIO_TARGET = 3.0
+AIO_CONCURRENCY = 1000
 
 
 def _timed(side: coordinator.Side, workload: coordinator.Workload) -> harness.Timed:
@@ -305,6 +314,23 @@ def explore_row(profile: Profile) -> Row:
     return Row(label, f"{seconds:.2f} s CPU", budget, seconds / exploration.BUDGET_S, 1.0)
 
 
+def aio_row(profile: Profile) -> Row:
+    _progress(f"asyncio sessions, {AIO_CONCURRENCY:,} concurrent")
+    figures = aio.measure(profile.aio_handoffs, AIO_CONCURRENCY, pairs=profile.aio_pairs)
+
+    def rate(seconds: float) -> str:
+        return f"{1 / seconds:,.0f} handoffs/s ({_us(seconds)} each)"
+
+    return Row(
+        f"asyncio HandoffSession, {AIO_CONCURRENCY:,} concurrent, one core "
+        f"({profile.aio_handoffs:,} handoffs)",
+        rate(figures["session_s"]),
+        rate(figures["glue_s"]),
+        figures["ratio"],
+        AIO_TARGET,
+    )
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -342,7 +368,9 @@ def report(rows: Sequence[Row], profile: Profile, command: str, seconds: float) 
         f"per-pair ratios, with p10{DASH}p90 in parentheses (min{DASH}max for the replay runs).",
         "Yardstick: `benchmarks/handwritten.py`, the reference coordinator ported to plain "
         "Python with slotted dataclasses; baseline for replay: `benchmarks/json_roundtrip.py` "
-        "(json.loads + json.dumps per line), both as subprocesses, start-up included.",
+        "(json.loads + json.dumps per line), both as subprocesses, start-up included; "
+        "baseline for asyncio: the hand-written glue of `benchmarks/bench_aio.py` (a task "
+        "per action around a bare coordinator, no timers), same fake workers.",
     ]
     if profile is QUICK:
         notes.append("Quick run: a smoke test with small sizes; its numbers are not results.")
@@ -364,6 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *replay_rows(profile),
         simulate_row(profile),
         explore_row(profile),
+        aio_row(profile),
     ]
     print(report(rows, profile, command, time.perf_counter() - start))
     missed = [row for row in rows if row.missed]

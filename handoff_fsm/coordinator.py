@@ -142,6 +142,17 @@ class HandoffCoordinator:
         """The chart's active atomic states, e.g. ``("held", "accepted", "transfer_idle")``."""
         return self._run.state.leaves
 
+    @property
+    def outstanding(self) -> tuple[IssuedHandoffAction, ...]:
+        """Issued actions still awaiting their outcome, in issue order.
+
+        ``Complete`` is never among them: it is not acknowledged. Empty once complete.
+        """
+        run = self._run
+        return tuple(
+            IssuedHandoffAction.trusted(i, run.rebuild(kind)) for i, kind in run.journal.awaiting()
+        )
+
     # ------------------------------------------------------------------ inputs
 
     def start(self) -> list[IssuedHandoffAction]:

@@ -93,6 +93,11 @@ class ActionJournal:
         self.outcomes[action_id] = outcome
         return event
 
+    def awaiting(self) -> list[tuple[int, type[HandoffAction]]]:
+        """Issued actions with no accepted outcome yet, as (id, kind), in issue order."""
+        outcomes = self.outcomes
+        return sorted((i, kind) for i, kind in self.issued.items() if i not in outcomes)
+
     def clear(self) -> None:
         """Forget issued actions and outcomes (on completion); ids keep counting."""
         self.issued = {}

@@ -114,6 +114,31 @@ class OutcomeKind(StrEnum):
     FAILED = "Failed"
 
 
+OUTCOME_PREFERENCE: tuple[OutcomeKind, ...] = (
+    OutcomeKind.SUBMITTED,
+    OutcomeKind.ACCEPTED,
+    OutcomeKind.SCHEDULED,
+    OutcomeKind.APPLIED,
+    OutcomeKind.NOOP,
+)
+"""The order in which :attr:`expected_outcomes <_Action.expected_outcomes>` lists the
+outcomes the chart accepts for an action: ``Applied`` (it did what was asked) before
+``Noop`` (there was nothing to do), so the first entry is the ordinary acknowledgement."""
+
+
+class Owner(StrEnum):
+    """Who performs an action: the worker (or link) it must be sent to.
+
+    ``COORDINATOR`` owns ``Complete``, which is performed by nobody: it tells the
+    caller the handoff is over and is never acknowledged.
+    """
+
+    SOURCE = "source"
+    DESTINATION = "destination"
+    TRANSFER = "transfer"
+    COORDINATOR = "coordinator"
+
+
 class _Value(BaseModel):
     """Frozen, closed value: unknown fields are an error, never silently dropped."""
 
@@ -257,9 +282,42 @@ FACT_TYPES: tuple[type[_Fact], ...] = (
 # --------------------------------------------------------------------------- actions
 
 
+class _ExpectedOutcomes:
+    """``Action.expected_outcomes``: read from the chart's ``ACKNOWLEDGEMENTS`` on first use.
+
+    The chart is the one table of which outcome acknowledges which action; this
+    descriptor only orders its entries by :data:`OUTCOME_PREFERENCE`. It works on
+    the class (``SubmitPrefill.expected_outcomes``) and on instances alike.
+    """
+
+    _cache: ClassVar[dict[type, tuple[HandoffActionOutcome, ...]]] = {}
+
+    def __get__(self, obj: object, owner: type) -> tuple[HandoffActionOutcome, ...]:
+        cached = self._cache.get(owner)
+        if cached is None:
+            # The chart imports this module for its vocabulary, so it is read lazily.
+            from handoff_fsm.chart import ACKNOWLEDGEMENTS  # noqa: PLC0415
+
+            ack = ACKNOWLEDGEMENTS.get(owner)
+            accepted = ack.accepted if ack is not None else frozenset()
+            cached = self._cache[owner] = tuple(
+                getattr(HandoffActionOutcome, kind.name)  # the shared constants
+                for kind in OUTCOME_PREFERENCE
+                if kind in accepted
+            )
+        return cached
+
+
 class _Action(_Value):
     handoff_id: HandoffId
     _fields: ClassVar[set[str]] = {"handoff_id"}
+    owner: ClassVar[Owner]
+    """Who performs this action (see :class:`Owner`)."""
+    expected_outcomes: ClassVar[_ExpectedOutcomes] = _ExpectedOutcomes()
+    """The outcomes that acknowledge this action as done, the ordinary one first
+    (``(SUBMITTED,)`` for ``SubmitPrefill``, ``(APPLIED, NOOP)`` for ``ReleaseSource``,
+    ``()`` for ``Complete``, which is never acknowledged). ``Failed(..)`` is not listed:
+    it says the action was not done."""
 
     @classmethod
     def issued_for(cls, handoff_id: UUID) -> Self:
@@ -270,13 +328,19 @@ class _Action(_Value):
 class SubmitPrefill(_Action):
     """Ask the source to prefill the prompt and hold its KV cache."""
 
+    owner: ClassVar[Owner] = Owner.SOURCE
+
 
 class ReserveDestination(_Action):
     """Ask the destination to reserve room for the request."""
 
+    owner: ClassVar[Owner] = Owner.DESTINATION
+
 
 class StartTransfer(_Action):
     """Start moving the KV cache; it lands ``delay_ms`` later (virtual time)."""
+
+    owner: ClassVar[Owner] = Owner.TRANSFER
 
     delay_ms: F64
     _fields: ClassVar[set[str]] = {"handoff_id", "delay_ms"}
@@ -290,21 +354,31 @@ class StartTransfer(_Action):
 class ActivateDestination(_Action):
     """Make the transferred KV cache visible at the destination; decode may start."""
 
+    owner: ClassVar[Owner] = Owner.DESTINATION
+
 
 class ReleaseSource(_Action):
     """Free the source's copy of the KV cache after a successful handoff."""
+
+    owner: ClassVar[Owner] = Owner.SOURCE
 
 
 class CancelSource(_Action):
     """Cleanup: abandon the source's side of the handoff."""
 
+    owner: ClassVar[Owner] = Owner.SOURCE
+
 
 class CancelDestination(_Action):
     """Cleanup: abandon the destination's reservation."""
 
+    owner: ClassVar[Owner] = Owner.DESTINATION
+
 
 class Complete(_Action):
     """The handoff is over; ``HandoffCoordinator.completion`` says how."""
+
+    owner: ClassVar[Owner] = Owner.COORDINATOR
 
 
 HandoffAction = (

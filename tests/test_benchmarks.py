@@ -24,6 +24,7 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
+import bench_aio  # noqa: E402
 import bench_coordinator  # noqa: E402
 import bench_explore  # noqa: E402
 import handwritten  # noqa: E402
@@ -461,6 +462,30 @@ def test_exploration_benchmark_refuses_a_broken_coordinator() -> None:
         bench_explore.measure(repeats=1, factory=_ForgetsCancelDestination)
 
 
+# ----------------------------------------------------------------------------- asyncio
+
+
+@pytest.mark.parametrize("driver", [bench_aio.with_session, bench_aio.by_hand])
+def test_both_asyncio_sides_succeed_every_handoff_of_every_wave(
+    driver: bench_aio.Driver,
+) -> None:
+    assert bench_aio.drive(driver, 45, 10) > 0.0  # five waves, the last one short
+
+
+@pytest.mark.parametrize("driver", [bench_aio.with_session, bench_aio.by_hand])
+def test_an_asyncio_side_that_does_not_succeed_is_caught(
+    driver: bench_aio.Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def refuse(self: bench_aio.Workers, issued: hf.IssuedHandoffAction) -> Any:
+        if type(issued.action) is hf.SubmitPrefill:
+            return hf.HandoffActionOutcome.failed("no")
+        return hf.HandoffActionOutcome.APPLIED
+
+    monkeypatch.setattr(bench_aio.Workers, "perform", refuse)
+    with pytest.raises(AssertionError, match="did not succeed"):
+        bench_aio.drive(driver, 3, 3)
+
+
 # ----------------------------------------------------------------------------- runner
 
 
@@ -491,7 +516,8 @@ def test_quick_run_prints_every_row() -> None:
     assert labels[: len(run.TIMED)] == [label for label, _, _, _ in run.TIMED]
     assert sum(label.startswith("bytes per live coordinator") for label in labels) == 2
     assert sum(label.startswith("replay") for label in labels) == 4
-    assert labels[-2].startswith("simulate")
-    assert labels[-1].startswith("exhaustive exploration, both orders")
+    assert labels[-3].startswith("simulate")
+    assert labels[-2].startswith("exhaustive exploration, both orders")
+    assert labels[-1].startswith("asyncio HandoffSession, 1,000 concurrent")
     assert "NOT MEASURED" not in result.stdout
     assert "Quick run" in result.stdout

@@ -37,6 +37,7 @@ PUBLIC_API = {
     "on_action_outcome",
     "on_fact",
     "order",
+    "outstanding",
     "restore",
     "revision",
     "snapshot",

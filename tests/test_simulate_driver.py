@@ -14,6 +14,7 @@ from handoff_fsm import (
     Backend,
     CancelDestination,
     Canceled,
+    CancelSource,
     Complete,
     Engine,
     Failed,
@@ -25,6 +26,8 @@ from handoff_fsm import (
     HandoffOrder,
     IssuedHandoffAction,
     ReleaseSource,
+    ReserveDestination,
+    StartTransfer,
     SubmitPrefill,
     TimedOut,
     TransferTimingMode,
@@ -32,6 +35,7 @@ from handoff_fsm import (
 from handoff_fsm.io.replay import replay
 from handoff_fsm.simulate import (
     AckFault,
+    AckFaultRates,
     Count,
     FaultPlan,
     Fixed,
@@ -207,9 +211,54 @@ def test_a_lost_acknowledgement_ends_by_the_deadline(
     assert result.latencies_ms[0] >= result.config.deadline_ms  # type: ignore[operator]
 
 
-def test_a_fact_ahead_of_its_lost_acknowledgement_is_rejected_and_reported() -> None:
+def test_a_fact_ahead_of_its_lost_acknowledgement_is_held_back_and_reported_unapplied() -> None:
     result = one_handoff(faults=FaultPlan(script=(ScriptedAck(0, SubmitPrefill, AckFault.LOSE),)))
-    assert result.rejected == {"source_held_before_submit": 1}
+    assert result.rejected == {"source_held_before_submit": 1}  # what the coordinator said
+    assert (result.held_back, result.unapplied) == (1, 1)  # held, then given up at cleanup
+    assert result.canceled == 1 and result.timeouts == 1
+
+
+@pytest.mark.parametrize(
+    ("action", "code"),
+    [
+        (SubmitPrefill, "source_held_before_submit"),
+        (ReserveDestination, "destination_reserved_before_accept"),
+        (StartTransfer, "transfer_completed_before_scheduled"),
+    ],
+    ids=lambda value: getattr(value, "__name__", value),
+)
+def test_a_fact_ahead_of_its_late_acknowledgement_is_applied_when_it_arrives(
+    action: type[HandoffAction], code: str
+) -> None:
+    # The acknowledgement comes 100 ms late, long before the deadline: the fact that
+    # overtook it is held back, applied on its arrival, and the handoff succeeds.
+    plan = FaultPlan(script=(ScriptedAck(0, action, AckFault.LATE),), late_by_ms=100.0)
+    result = one_handoff(faults=plan, **FIXED)
+    assert_clean(result)
+    assert result.succeeded == 1 and result.timeouts == 0
+    assert result.rejected == {code: 1}
+    assert (result.held_back, result.unapplied) == (1, 0)
+    assert result.late_inputs == 0
+
+
+def test_a_work_acknowledgement_timeout_cancels_before_the_deadline() -> None:
+    plan = FaultPlan(script=(ScriptedAck(0, ActivateDestination, AckFault.LOSE),))
+    result = one_handoff(faults=plan, ack_timeout_ms=50.0, **FIXED)
+    assert_clean(result)
+    assert result.canceled == 1 and result.timeouts == 0 and result.ack_timeouts == 1
+    assert result.latencies_ms[0] < 100.0
+
+
+def test_a_cancel_never_acknowledged_is_abandoned_after_its_retries_and_reported() -> None:
+    plan = FaultPlan(
+        acks={CancelSource: AckFaultRates(lose=1.0)}, script=(ScriptedTransferFailure(0),)
+    )
+    result = simulate(SimulationConfig(handoffs=2, concurrency=1, cleanup_retries=2, faults=plan))
+    assert result.abandoned == ("h0: source cleanup (CancelSource) abandoned after 3 sends",)
+    assert result.abandoned[0] in result.problems and not result.ok
+    assert result.cleanup_resends == 2
+    assert result.completed == 1 and result.stuck == ()  # h1 ran after h0 was given up
+    assert result.leaks == ()  # the source did cancel: only its acknowledgements were lost
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

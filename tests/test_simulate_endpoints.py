@@ -32,6 +32,7 @@ from handoff_fsm import (
     SubmitPrefill,
     TransferCompleted,
 )
+from handoff_fsm.policy import SessionPolicy
 from handoff_fsm.simulate import (
     AckFault,
     Count,
@@ -124,7 +125,13 @@ class RecordingWire:
 def handoff(prompt: int = 100, transferable: int = 100) -> SimulatedHandoff:
     coordinator = HandoffCoordinator(ID, HandoffOrder.SOURCE_FIRST)
     return SimulatedHandoff(
-        0, ID, coordinator, started_ms=0.0, prompt_tokens=prompt, transferable_tokens=transferable
+        0,
+        ID,
+        coordinator,
+        SessionPolicy(coordinator),
+        started_ms=0.0,
+        prompt_tokens=prompt,
+        transferable_tokens=transferable,
     )
 
 

@@ -8,7 +8,6 @@ import pytest
 
 from handoff_fsm import (
     ActivateDestination,
-    CancelDestination,
     Canceled,
     CancelSource,
     Complete,
@@ -53,7 +52,6 @@ def test_uniform_covers_every_fault_class_and_never_fails_a_cancel() -> None:
     [
         (lambda: FaultPlan.uniform(1.5), "probability"),
         (lambda: FaultPlan(acks={CancelSource: AckFaultRates(fail=0.1)}), "must not fail"),
-        (lambda: FaultPlan(acks={CancelDestination: AckFaultRates(lose=1.0)}), "never end"),
         (lambda: FaultPlan(acks={Complete: AckFaultRates(lose=0.1)}), "never acknowledged"),
         (lambda: FaultPlan(acks={SubmitPrefill: AckFaultRates(fail=0.6, lose=0.6)}), "add up"),
         (lambda: FaultPlan(acks={SubmitPrefill: AckFaultRates(late=float("nan"))}), "late"),

@@ -166,11 +166,16 @@ class SimulationConfig:
     """From the Accepted acknowledgement to the destination's reservation."""
     decode_ms_per_token: Latency = Fixed(8.0)
 
-    # driver policy
+    # session policy (handoff_fsm.policy.SessionPolicy, in virtual ms)
     deadline_ms: float | None = 1000.0
     """Coordinator-level time-out: a handoff not complete this long after start gets TimedOut."""
+    ack_timeout_ms: float | None = None
+    """A work action not acknowledged this long after it was sent is fed as Failed (None: the
+    deadline ends a handoff whose acknowledgement was lost)."""
     cleanup_retry_ms: float = 20.0
     """A cancel not acknowledged this long after it was sent is sent again (see README)."""
+    cleanup_retries: int = 10
+    """How many times a cancel is sent again before it is abandoned (a reported problem)."""
     destination_quirks: DestinationQuirks = DestinationQuirks()
 
     def __post_init__(self) -> None:
@@ -193,6 +198,12 @@ class SimulationConfig:
             raise ValueError("cleanup_retry_ms must be > 0")
         if self.deadline_ms is not None:
             _check_ms("deadline_ms", self.deadline_ms)
+        if self.ack_timeout_ms is not None:
+            _check_ms("ack_timeout_ms", self.ack_timeout_ms)
+            if self.ack_timeout_ms == 0.0:
+                raise ValueError("ack_timeout_ms must be > 0")
+        if self.cleanup_retries < 0:
+            raise ValueError(f"cleanup_retries must be >= 0, got {self.cleanup_retries}")
 
     @property
     def handoff_order(self) -> HandoffOrder:

@@ -5,26 +5,33 @@ happening is an event ``(time, sequence, callback, handoff, a, b)`` on one heap;
 the sequence number breaks ties, so events at equal times run in the order
 they were scheduled, and every random draw comes from ``random.Random``
 instances seeded from the configuration: equal configurations give equal runs,
-byte for byte. The driver feeds coordinators, performs the actions they issue
-through the fake endpoints, applies the fault plan to acknowledgements, and
-enforces two policies of its own:
+byte for byte. The driver feeds each handoff's inputs to its
+:class:`~handoff_fsm.policy.SessionPolicy` (never to the coordinator directly),
+performs the actions it returns through the fake endpoints, sets the timers it
+asks for on the same heap, and applies the fault plan to acknowledgements. The
+policy is the one the asyncio session uses; in virtual milliseconds:
 
 * **deadline**: a handoff not complete ``deadline_ms`` after it started gets a
   ``TimedOut`` fact (this is what ends a handoff whose acknowledgement was lost);
-* **cancel re-send**: a CancelSource/CancelDestination whose acknowledgement has
-  not reached the coordinator ``cleanup_retry_ms`` after it was sent is sent
-  again; the endpoint answers with its first answer. The reference has no
-  cancel retry and ignores TimedOut while cleaning up, so without this a lost
-  cancel acknowledgement would leave the handoff cleaning up forever.
+* **acknowledgement timeout** (``ack_timeout_ms``, off by default): a work action
+  not acknowledged in time is fed as ``Failed``;
+* **cancel re-send**: a CancelSource/CancelDestination not acknowledged
+  ``cleanup_retry_ms`` after it was sent is sent again, at most ``cleanup_retries``
+  times (the endpoint answers with its first answer), then abandoned and reported.
+  The reference has no cancel retry and ignores TimedOut while cleaning up, so
+  without this a lost cancel acknowledgement would leave the handoff cleaning up
+  forever;
+* **premature facts** (a fact ahead of the acknowledgement it depends on) are held
+  back until that acknowledgement arrives.
 
-On completion the driver asks the endpoints what they still hold for the
-handoff: anything held is a leak, reported in the result.
+When a handoff ends the driver asks the endpoints what they still hold for it:
+anything held is a leak, reported in the result.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from heapq import heappop, heappush
 from itertools import count
@@ -35,7 +42,6 @@ from uuid import UUID
 
 from handoff_fsm.coordinator import HandoffCoordinator
 from handoff_fsm.engines.compiled import compiled_chart
-from handoff_fsm.errors import HandoffError
 from handoff_fsm.model import (
     ActivateDestination,
     CancelDestination,
@@ -52,11 +58,12 @@ from handoff_fsm.model import (
     ReserveDestination,
     StartTransfer,
     SubmitPrefill,
-    TimedOut,
 )
+from handoff_fsm.policy import SessionPolicy, SessionStep, SessionTimer
 from handoff_fsm.simulate.config import SimulationConfig
 from handoff_fsm.simulate.endpoints import Entry, Event, FakeDestination, FakeSource, FakeTransfer
 from handoff_fsm.simulate.faults import FAULT_COUNTERS, AckFault, ExternalFact, FaultInjector
+from handoff_fsm.simulate.feed import FedCoordinator
 from handoff_fsm.simulate.record import (
     DESTINATION_ACCEPTED,
     DESTINATION_ACTIVATED,
@@ -124,8 +131,8 @@ class Simulation:
             StartTransfer: self.transfer.start,
             ActivateDestination: self.destination.activate,
             ReleaseSource: self.source.release,
-            CancelSource: self._cancel_source,
-            CancelDestination: self._cancel_destination,
+            CancelSource: self.source.cancel,
+            CancelDestination: self.destination.cancel,
             Complete: self._complete,
         }
         self._recorder = recorder
@@ -137,7 +144,7 @@ class Simulation:
         self._late_by = plan.late_by_ms
         self._duplicate_after = plan.duplicate_after_ms
         self._live: dict[int, SimulatedHandoff] = {}
-        self._deadlines: deque[tuple[float, SimulatedHandoff]] = deque()
+        self._deadlines: deque[tuple[SessionTimer, SimulatedHandoff]] = deque()
         self._deadline_armed = False
         self._next_index = 0
         self._ran = False
@@ -150,9 +157,13 @@ class Simulation:
         self.late_inputs = 0
         self.timeouts = 0
         self.cleanup_resends = 0
+        self.ack_timeouts = 0
+        self.held_back = 0
+        self.unapplied = 0
         self.events = 0
         self.rejected: dict[str, int] = {}
         self.leaks: list[Leak] = []
+        self.abandoned: list[str] = []
         self.violations: list[str] = []
         self.latencies_ms: list[float] = []
         self.last_ms = 0.0
@@ -197,10 +208,20 @@ class Simulation:
             config.fallback_transfer_delay_ms,
             engine=config.coordinator_engine,
         )
+        key = f"h{index}"
+        recorder = self._recorder
+        policy = SessionPolicy(
+            FedCoordinator(coordinator, key, self, recorder),
+            deadline=config.deadline_ms,
+            ack_timeout=config.ack_timeout_ms,
+            cleanup_ack_timeout=config.cleanup_retry_ms,
+            cleanup_retries=config.cleanup_retries,
+        )
         h = SimulatedHandoff(
             index,
             handoff_id,
             coordinator,
+            policy,
             started_ms=self.now,
             prompt_tokens=prompt,
             transferable_tokens=prompt - cached,
@@ -208,40 +229,19 @@ class Simulation:
         self._live[index] = h
         if self._lifecycles is not None:
             self._lifecycles.append(h.lifecycle)
-        if config.deadline_ms is not None:
-            self._deadlines.append((self.now + config.deadline_ms, h))
-            if not self._deadline_armed:
-                self._arm_deadline()
         if self._faults is not None:
             for offset, fact in self._faults.external_facts(index):
                 self._at(offset, self._external_fact, h, fact)
-        recorder = self._recorder
         if recorder is not None:
-            recorder.new(h.key, handoff_id, self.order, config.fallback_transfer_delay_ms)
-            recorder.start(h.key)
-        self.inputs += 1
-        actions = coordinator.start()
-        if recorder is not None:
-            recorder.reply(h.key, actions, coordinator.is_complete, coordinator.completion)
-        self._perform(h, actions)
+            recorder.new(key, handoff_id, self.order, config.fallback_transfer_delay_ms)
+        self._perform(h, policy.start(self.now))
 
     # ------------------------------------------------------------------ inputs
 
     def publish(self, h: SimulatedHandoff, fact: HandoffFact) -> None:
-        """Feed ``fact`` to the handoff's coordinator now and perform what it issues."""
-        recorder = self._recorder
-        if recorder is not None:
-            recorder.fact(h.key, fact)
-        self.inputs += 1
+        """Report ``fact`` to the handoff's session policy now and perform what it returns."""
         late = h.done
-        coordinator = h.coordinator
-        try:
-            actions = coordinator.on_fact(fact)
-        except HandoffError as error:
-            self._rejected(h, error)
-            return
-        if recorder is not None:
-            recorder.reply(h.key, actions, coordinator.is_complete, coordinator.completion)
+        actions, timers = h.policy.fact(fact, self.now)
         if late:
             self._late(h, actions, type(fact).__name__)
             return
@@ -249,25 +249,13 @@ class Simulation:
         for issued in actions:
             action = issued.action
             handlers[type(action)](h, issued.id, action)
+        if timers:
+            self._set_timers(h, timers)
 
     def deliver(self, h: SimulatedHandoff, action_id: int, outcome: HandoffActionOutcome) -> None:
-        """Feed an acknowledgement to the handoff's coordinator now and perform what it issues."""
-        recorder = self._recorder
-        if recorder is not None:
-            recorder.outcome(h.key, action_id, outcome)
-        self.inputs += 1
+        """Deliver an acknowledgement to the handoff's policy now and perform what it returns."""
         late = h.done
-        coordinator = h.coordinator
-        try:
-            actions = coordinator.on_action_outcome(action_id, outcome)
-        except HandoffError as error:
-            self._rejected(h, error)
-            return
-        if recorder is not None:
-            recorder.reply(h.key, actions, coordinator.is_complete, coordinator.completion)
-        pending = h.cleanup_pending
-        if pending:
-            pending.discard(action_id)
+        actions, timers = h.policy.outcome(action_id, outcome, self.now)
         if late:
             self._late(h, actions, f"the outcome {outcome} of action {action_id}")
             return
@@ -275,6 +263,8 @@ class Simulation:
         for issued in actions:
             action = issued.action
             handlers[type(action)](h, issued.id, action)
+        if timers:
+            self._set_timers(h, timers)
 
     def answer(
         self,
@@ -306,10 +296,29 @@ class Simulation:
             (self.now + delay_ms, self._sequence(), self.deliver, h, action_id, outcome),
         )
 
-    # Deadlines: start times never decrease and deadline_ms is fixed, so deadlines
-    # come due in start order. They wait in a FIFO, and one heap event is armed for
-    # the earliest deadline of a handoff still running (most handoffs complete long
-    # before theirs, and are dropped without ever costing a heap operation).
+    # Timers. Deadlines: start times never decrease and deadline_ms is fixed, so
+    # deadlines come due in start order. They wait in a FIFO, and one heap event is
+    # armed for the earliest deadline of a handoff still running (most handoffs
+    # complete long before theirs, and are dropped without ever costing a heap
+    # operation). Acknowledgement timers go on the heap; a stale one costs one event.
+
+    def _set_timers(self, h: SimulatedHandoff, timers: tuple[SessionTimer, ...]) -> None:
+        for timer in timers:
+            if timer.action_id is None:
+                self._deadlines.append((timer, h))
+                if not self._deadline_armed:
+                    self._arm_deadline()
+            else:
+                entry: Entry = (timer.when, self._sequence(), self._expire, h, timer, None)
+                heappush(self._heap, entry)
+
+    def _expire(self, h: SimulatedHandoff, timer: SessionTimer, _b: None) -> None:
+        if h.done:
+            return
+        policy = h.policy
+        self._perform(h, policy.expire(timer, self.now))
+        if policy.finished and not h.done:
+            self._finish(h)  # the policy gave up on the handoff's cleanup
 
     def _arm_deadline(self) -> None:
         deadlines = self._deadlines
@@ -318,7 +327,7 @@ class Simulation:
         if deadlines:
             self._deadline_armed = True
             entry: Entry = (
-                deadlines[0][0],
+                deadlines[0][0].when,
                 self._sequence(),
                 self._deadlines_due,
                 None,
@@ -330,25 +339,15 @@ class Simulation:
     def _deadlines_due(self, _h: None, _a: None, _b: None) -> None:
         self._deadline_armed = False
         deadlines, now = self._deadlines, self.now
-        while deadlines and deadlines[0][0] <= now:
-            h = deadlines.popleft()[1]
-            if not h.done:
-                self.timeouts += 1
-                self.publish(h, TimedOut(handoff_id=h.handoff_id))
+        while deadlines and deadlines[0][0].when <= now:
+            timer, h = deadlines.popleft()
+            self._expire(h, timer, None)
         self._arm_deadline()
 
     def _external_fact(self, h: SimulatedHandoff, fact: ExternalFact, _b: None) -> None:
         self.publish(h, fact(handoff_id=h.handoff_id))
 
-    def _rejected(self, h: SimulatedHandoff, error: HandoffError) -> None:
-        code = error.code.value
-        self.rejected[code] = self.rejected.get(code, 0) + 1
-        recorder = self._recorder
-        if recorder is not None:
-            coordinator = h.coordinator
-            recorder.error(h.key, error, coordinator.is_complete, coordinator.completion)
-
-    def _late(self, h: SimulatedHandoff, actions: list[IssuedHandoffAction], what: str) -> None:
+    def _late(self, h: SimulatedHandoff, actions: Sequence[IssuedHandoffAction], what: str) -> None:
         self.late_inputs += 1
         if actions:
             self.violations.append(
@@ -358,78 +357,58 @@ class Simulation:
 
     # ------------------------------------------------------------------ actions
 
-    def _perform(self, h: SimulatedHandoff, actions: list[IssuedHandoffAction]) -> None:
+    def _perform(self, h: SimulatedHandoff, step: SessionStep) -> None:
         handlers = self._handlers
+        actions, timers = step
         for issued in actions:
             action = issued.action
             handlers[type(action)](h, issued.id, action)
-
-    def _cancel_source(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
-        self._expect_cancel_ack(h, action_id, action)
-        self.source.cancel(h, action_id, action)
-
-    def _cancel_destination(
-        self, h: SimulatedHandoff, action_id: int, action: HandoffAction
-    ) -> None:
-        self._expect_cancel_ack(h, action_id, action)
-        self.destination.cancel(h, action_id, action)
-
-    def _expect_cancel_ack(
-        self, h: SimulatedHandoff, action_id: int, action: HandoffAction
-    ) -> None:
-        if h.cleanup_pending is None:
-            h.cleanup_pending = set()
-        h.cleanup_pending.add(action_id)
-        heappush(
-            self._heap,
-            (
-                self.now + self.config.cleanup_retry_ms,
-                self._sequence(),
-                self._resend_cancel,
-                h,
-                action_id,
-                action,
-            ),
-        )
-
-    def _resend_cancel(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
-        pending = h.cleanup_pending
-        if h.done or pending is None or action_id not in pending:
-            return
-        self.cleanup_resends += 1
-        heappush(
-            self._heap,
-            (
-                self.now + self.config.cleanup_retry_ms,
-                self._sequence(),
-                self._resend_cancel,
-                h,
-                action_id,
-                action,
-            ),
-        )
-        endpoint = self.source if type(action) is CancelSource else self.destination
-        endpoint.cancel(h, action_id, action)
+        if timers:
+            self._set_timers(h, timers)
 
     def _complete(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
+        self._finish(h)
+
+    def _finish(self, h: SimulatedHandoff) -> None:
+        """The handoff is over: its coordinator completed, or its policy gave up on cleanup."""
         h.done = True
         self.last_ms = self.now
-        completion = h.coordinator.completion
+        policy = h.policy
+        completion = policy.completion
         h.completion = completion
         del self._live[h.index]
-        self.completed += 1
-        self.latencies_ms.append(self.now - h.started_ms)
-        if completion is _SUCCESS:
-            self.succeeded += 1
-            if h.destination == DESTINATION_FINISHED:
-                self._request_completed(h)
-        else:
-            self.canceled += 1
+        self._tally(h)
+        if h.coordinator.is_complete:
+            self.completed += 1
+            self.latencies_ms.append(self.now - h.started_ms)
+            if completion is _SUCCESS:
+                self.succeeded += 1
+                if h.destination == DESTINATION_FINISHED:
+                    self._request_completed(h)
+            else:
+                self.canceled += 1
         self._check_owners(h, completion)
         if self._next_index < self.config.handoffs:
             self._start_next()
         if self._on_progress is not None and self.completed % self._progress_every == 0:
             self._on_progress(self.completed)
+
+    def _tally(self, h: SimulatedHandoff) -> None:
+        """Add what the handoff's policy did to the run's figures (once, when it is over)."""
+        policy = h.policy
+        if policy.quiet:
+            return
+        result = policy.result
+        self.timeouts += result.timed_out
+        self.cleanup_resends += result.resends
+        self.ack_timeouts += len(result.failed)
+        self.held_back += result.held_back
+        self.unapplied += len(result.unapplied) + len(result.buffered)
+        self.abandoned += [
+            f"{h.key}: {action.issued.action.owner.value} cleanup "
+            f"({type(action.issued.action).__name__}) abandoned after {action.sends} sends"
+            for action in result.abandoned
+        ]
 
     def _check_owners(self, h: SimulatedHandoff, completion: HandoffCompletion | None) -> None:
         """Ask the endpoints what they still hold: anything is a leak of the coordinator."""
@@ -472,6 +451,9 @@ class Simulation:
             destination_drained=not destination.holding,
             driver_drained=not self._heap and not self._live and not self.transfer.in_flight,
         )
+        stuck = [h for _, h in sorted(self._live.items())]
+        for h in stuck:
+            self._tally(h)
         return SimulationResult(
             config=self.config,
             order=self.order,
@@ -479,7 +461,8 @@ class Simulation:
             completed=self.completed,
             succeeded=self.succeeded,
             canceled=self.canceled,
-            stuck=tuple(h.key for _, h in sorted(self._live.items())),
+            stuck=tuple(h.key for h in stuck),
+            abandoned=tuple(self.abandoned),
             leaks=tuple(self.leaks),
             violations=tuple(self.violations),
             inputs=self.inputs,
@@ -487,6 +470,9 @@ class Simulation:
             late_inputs=self.late_inputs,
             timeouts=self.timeouts,
             cleanup_resends=self.cleanup_resends,
+            ack_timeouts=self.ack_timeouts,
+            held_back=self.held_back,
+            unapplied=self.unapplied,
             faults=dict(self._faults.counts)
             if self._faults is not None
             else dict.fromkeys(FAULT_COUNTERS, 0),

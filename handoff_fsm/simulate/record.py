@@ -12,6 +12,7 @@ from uuid import UUID
 
 from handoff_fsm.coordinator import HandoffCoordinator
 from handoff_fsm.model import HandoffActionOutcome, HandoffCompletion, NormalizedHandoffEvent
+from handoff_fsm.policy import SessionPolicy
 
 # Source endpoint states (written by FakeSource).
 SOURCE_IDLE = 0
@@ -52,7 +53,6 @@ class SimulatedHandoff:
     """The record of one handoff of a run (number ``index``, trace key ``key``)."""
 
     __slots__ = (
-        "cleanup_pending",
         "completion",
         "coordinator",
         "decoded",
@@ -63,6 +63,7 @@ class SimulatedHandoff:
         "index",
         "key",
         "lifecycle",
+        "policy",
         "prompt_tokens",
         "source",
         "source_cancel",
@@ -77,6 +78,7 @@ class SimulatedHandoff:
         index: int,
         handoff_id: UUID,
         coordinator: HandoffCoordinator,
+        policy: SessionPolicy,
         *,
         started_ms: float,
         prompt_tokens: int,
@@ -87,12 +89,12 @@ class SimulatedHandoff:
         self.key = f"h{index}"
         self.handoff_id = handoff_id
         self.coordinator = coordinator
+        self.policy = policy
+        """Every input goes through it (see :mod:`handoff_fsm.policy`)."""
         self.started_ms = started_ms
         self.done = False
-        """The coordinator issued Complete."""
+        """The coordinator issued Complete, or the policy gave up on its cleanup."""
         self.completion: HandoffCompletion | None = None
-        self.cleanup_pending: set[int] | None = None
-        """Cancels sent and not yet acknowledged to the coordinator (driver re-sends them)."""
         self.lifecycle: list[NormalizedHandoffEvent] = []
         """Normalized events as the endpoints (and the driver, for Completed) observed them."""
         # workload

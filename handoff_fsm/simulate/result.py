@@ -62,6 +62,8 @@ class SimulationResult:
     canceled: int
     stuck: tuple[str, ...]
     """Keys of handoffs that never completed."""
+    abandoned: tuple[str, ...]
+    """Cleanup actions the session policy gave up on after every re-send, one line each."""
     leaks: tuple[Leak, ...]
     violations: tuple[str, ...]
     """Inputs after completion that made a coordinator issue actions."""
@@ -75,6 +77,12 @@ class SimulationResult:
     """TimedOut facts fed by the driver's deadline policy."""
     cleanup_resends: int
     """Cancels re-sent because their acknowledgement had not arrived."""
+    ack_timeouts: int
+    """Work actions fed as Failed because their acknowledgement timed out (``ack_timeout_ms``)."""
+    held_back: int
+    """Premature facts the session policy held back until their acknowledgement came."""
+    unapplied: int
+    """Held-back facts never applied (cleanup began first: their acknowledgement was lost)."""
     faults: dict[str, int]
     """Injected faults, by kind."""
     latencies_ms: tuple[float, ...]
@@ -99,6 +107,7 @@ class SimulationResult:
         obs = self.observations
         return (
             *(str(leak) for leak in self.leaks),
+            *self.abandoned,
             *(f"{key}: never completed" for key in self.stuck),
             *self.violations,
             *(() if obs.source_drained else ("the source did not drain",)),
@@ -108,5 +117,5 @@ class SimulationResult:
 
     @property
     def ok(self) -> bool:
-        """No leak, nothing stuck, no late input with actions, everything drained."""
+        """No leak, no abandoned cleanup, nothing stuck, no late input with actions, all drained."""
         return not self.problems

@@ -1,0 +1,607 @@
+"""The session policy: what a runtime adds around a coordinator to drive real handoffs.
+
+Rule kept here: the coordinator decides the protocol; this object decides only
+what the protocol leaves to whoever runs it, and it does so without I/O: time
+is an argument (any unit, as long as every value uses the same), and every
+call returns a :class:`SessionStep` naming the actions to perform and the
+timers to set. Both runtimes share it: the virtual-time simulator
+(:mod:`handoff_fsm.simulate`) and the asyncio session (:mod:`handoff_fsm.aio`).
+
+The rules, each a consequence of real workers being remote and fallible:
+
+* **deadline**: a handoff not complete ``deadline`` after :meth:`SessionPolicy.start`
+  gets a ``TimedOut`` fact (the coordinator ignores it once cleanup began).
+* **acknowledgement timeout**: a work action (``SubmitPrefill`` ... ``ReleaseSource``)
+  not acknowledged ``ack_timeout`` after it was sent, whose sending failed
+  (:meth:`SessionPolicy.lost`), or whose acknowledgement the coordinator refused, is
+  fed to the coordinator as
+  ``Failed(reason)``, which starts cleanup; a later acknowledgement of it is
+  ignored (the coordinator already has its outcome).
+* **bounded cleanup retry**: a cleanup action (``CancelSource``/``CancelDestination``,
+  which the protocol forbids to fail) whose acknowledgement is lost (or refused) is sent again,
+  at most ``cleanup_retries`` times; then it is *abandoned*: reported in
+  :attr:`SessionResult.abandoned`, with its owner in
+  :attr:`SessionResult.unconfirmed_owners`. Once every unconfirmed cleanup action is
+  abandoned the session is over (``Canceled``), though the coordinator never
+  completed: nothing else could complete it.
+* **premature facts**: a fact the chart rejects as premature (``SourceHeld``
+  before the ``SubmitPrefill`` acknowledgement, ``DestinationReserved`` before
+  ``Accepted``, ``TransferCompleted`` before ``Scheduled``) while its publisher
+  still owes that acknowledgement is held back, then applied, in arrival order,
+  after the next acknowledgement the coordinator accepts. Facts still held when
+  cleanup begins are reported in :attr:`SessionResult.unapplied`.
+
+Nothing is dropped silently: every input the coordinator refused and the policy
+could not handle, and every input ignored, is in :attr:`SessionPolicy.result`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache, partial
+from typing import Final, NamedTuple, Protocol
+from uuid import UUID
+
+from handoff_fsm.chart import ACKNOWLEDGEMENTS, REJECTIONS
+from handoff_fsm.errors import HandoffError, HandoffErrorCode
+from handoff_fsm.model import (
+    ACTION_TYPES,
+    FACT_TYPES,
+    DestinationReserved,
+    HandoffAction,
+    HandoffActionOutcome,
+    HandoffCompletion,
+    HandoffFact,
+    IssuedHandoffAction,
+    Owner,
+    SourceHeld,
+    TimedOut,
+    TransferCompleted,
+)
+
+PREMATURE: Final[frozenset[HandoffErrorCode]] = frozenset(r.code for r in REJECTIONS.values())
+"""The chart's codes for a fact that came before the acknowledgement it depends on."""
+
+PUBLISHER: Final[dict[type, Owner]] = {
+    SourceHeld: Owner.SOURCE,
+    DestinationReserved: Owner.DESTINATION,
+    TransferCompleted: Owner.TRANSFER,
+}
+"""Who reports each fact that can be premature: the fact waits for that owner's
+outstanding acknowledgement (e.g. ``SourceHeld`` for ``SubmitPrefill``'s)."""
+
+CLEANUP_ACTIONS: Final[frozenset[type[HandoffAction]]] = frozenset(
+    kind for kind, ack in ACKNOWLEDGEMENTS.items() if not ack.may_fail
+)
+"""Actions that must not fail (the chart's cleanup actions): lost ones are re-sent."""
+
+_UNACKNOWLEDGED: Final = frozenset(kind for kind in ACTION_TYPES if kind not in ACKNOWLEDGEMENTS)
+"""``Complete``: issued when the handoff is over, never acknowledged."""
+
+SessionInput = HandoffFact | tuple[int, HandoffActionOutcome]
+"""What a session is given: a fact, or ``(action_id, outcome)``."""
+
+
+class Coordinated(Protocol):
+    """What the policy needs of a coordinator (:class:`~handoff_fsm.HandoffCoordinator`)."""
+
+    @property
+    def handoff_id(self) -> UUID: ...
+    @property
+    def is_complete(self) -> bool: ...
+    @property
+    def completion(self) -> HandoffCompletion | None: ...
+    @property
+    def outstanding(self) -> tuple[IssuedHandoffAction, ...]: ...
+    def start(self) -> list[IssuedHandoffAction]: ...
+    def on_fact(self, fact: HandoffFact) -> list[IssuedHandoffAction]: ...
+    def on_action_outcome(
+        self, action_id: int, outcome: HandoffActionOutcome
+    ) -> list[IssuedHandoffAction]: ...
+
+
+class SessionTimer(NamedTuple):
+    """Call :meth:`SessionPolicy.expire` with this timer at ``when`` (or later).
+
+    A timer the policy no longer needs is ignored when it expires, so runtimes
+    never have to cancel one (they may, to free it early).
+    """
+
+    when: float
+    action_id: int | None
+    """The action whose acknowledgement it waits for; ``None`` for the deadline."""
+    send: int = 0
+    """Which send of that action it guards: 0 for the first, 1 for the first re-send..."""
+
+    @property
+    def is_deadline(self) -> bool:
+        return self.action_id is None
+
+
+class SessionStep(NamedTuple):
+    """What to do now: perform ``actions`` (in order, each may be a re-send) and set ``timers``.
+
+    ``Complete`` (owned by :attr:`Owner.COORDINATOR <handoff_fsm.Owner.COORDINATOR>`) is
+    among the actions when the handoff ends: it is not performed, it says so.
+    """
+
+    actions: Sequence[IssuedHandoffAction] = ()
+    timers: tuple[SessionTimer, ...] = ()
+
+
+NOTHING: Final = SessionStep()
+
+_step: Callable[[tuple[Sequence[IssuedHandoffAction], tuple[SessionTimer, ...]]], SessionStep] = (
+    partial(tuple.__new__, SessionStep)
+)
+"""``SessionStep(actions, timers)`` without the Python-level ``__new__`` (the hot path)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnacknowledgedAction:
+    """An action whose acknowledgement the session stopped waiting for."""
+
+    issued: IssuedHandoffAction
+    sends: int
+    """How many times it was sent."""
+    reason: str
+    """Why the last send counts as lost (a timeout, or what sending it raised)."""
+
+    @property
+    def owner(self) -> Owner:
+        return self.issued.action.owner
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """An input the coordinator refused that the policy could not handle (e.g. a foreign fact)."""
+
+    input: SessionInput
+    error: HandoffError
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResult:
+    """What a session did besides what the coordinator shows: every give-up, every refusal."""
+
+    completion: HandoffCompletion | None
+    """``Success``, ``Canceled`` (also when cleanup was abandoned), ``None`` while running."""
+    finished: bool
+    timed_out: bool
+    """The deadline passed and ``TimedOut`` was fed."""
+    resends: int
+    """Cleanup actions sent again because their acknowledgement was lost."""
+    failed: tuple[UnacknowledgedAction, ...]
+    """Work actions whose acknowledgement was lost: each was fed as ``Failed(reason)``."""
+    abandoned: tuple[UnacknowledgedAction, ...]
+    """Cleanup actions still unacknowledged after every retry: their owner may still hold."""
+    buffered: tuple[HandoffFact, ...]
+    """Premature facts held back right now, waiting for their acknowledgement."""
+    held_back: int
+    """How many facts were ever held back as premature (applied or not)."""
+    unapplied: tuple[HandoffFact, ...]
+    """Premature facts never applied: cleanup began before their acknowledgement came."""
+    rejected: tuple[Rejection, ...]
+    """Inputs the coordinator refused (other than premature facts, which are held back)."""
+    ignored: tuple[SessionInput, ...]
+    """Inputs not fed to the coordinator: acknowledgements of actions the session had
+    already given up on, and any input after the session gave up."""
+
+    @property
+    def unconfirmed_owners(self) -> tuple[Owner, ...]:
+        """Owners whose cleanup was never confirmed: the ones that may leak."""
+        return tuple(dict.fromkeys(action.owner for action in self.abandoned))
+
+    @property
+    def clean(self) -> bool:
+        """Finished with every owner's cleanup confirmed and nothing refused or left over."""
+        return (
+            self.finished
+            and not self.abandoned
+            and not self.buffered
+            and not self.unapplied
+            and not self.rejected
+        )
+
+
+class _Spec(NamedTuple):
+    """How the policy treats one action kind (for one configuration)."""
+
+    timeout: float | None
+    cleanup: bool
+    ends_active: bool
+    """Issuing it means the active phase is over (cleanup began, or the handoff completed)."""
+
+
+@cache
+def _specs(ack_timeout: float | None, cleanup_timeout: float | None) -> dict[type, _Spec]:
+    """Per action kind, what to track; kinds needing nothing are absent (the fast path)."""
+    specs: dict[type, _Spec] = {}
+    for kind in ACTION_TYPES:
+        if kind in CLEANUP_ACTIONS:
+            specs[kind] = _Spec(cleanup_timeout, cleanup=True, ends_active=True)
+        elif kind in _UNACKNOWLEDGED:
+            specs[kind] = _Spec(None, cleanup=False, ends_active=True)
+        elif ack_timeout is not None:
+            specs[kind] = _Spec(ack_timeout, cleanup=False, ends_active=False)
+    return specs
+
+
+class _Awaited:
+    """An issued action the policy times or may re-send, and how often it was sent."""
+
+    __slots__ = ("issued", "sends")
+
+    def __init__(self, issued: IssuedHandoffAction) -> None:
+        self.issued = issued
+        self.sends = 1
+
+
+@dataclass(slots=True)
+class _Log:
+    """The rare things, kept out of the policy's own slots until one happens."""
+
+    timed_out: bool = False
+    resends: int = 0
+    held_back: int = 0
+    failed: list[UnacknowledgedAction] = field(default_factory=list)
+    abandoned: list[UnacknowledgedAction] = field(default_factory=list)
+    unapplied: list[HandoffFact] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    ignored: list[SessionInput] = field(default_factory=list)
+    given_up: set[int] = field(default_factory=set)
+    """Ids of the actions in ``failed`` and ``abandoned``: their outcomes are ignored."""
+
+
+_Settings = tuple[float | None, float | None, int, dict[type, _Spec]]
+
+
+@lru_cache(maxsize=64, typed=True)  # a runtime builds many policies with the same settings
+def _settings(
+    deadline: float | None,
+    ack_timeout: float | None,
+    cleanup_ack_timeout: float | None,
+    cleanup_retries: int,
+) -> _Settings:
+    """The checked settings of a policy: (deadline, cleanup timeout, retries, specs)."""
+    if isinstance(cleanup_retries, bool) or not isinstance(cleanup_retries, int):
+        raise TypeError(f"cleanup_retries must be an int, not {type(cleanup_retries).__name__}")
+    if cleanup_retries < 0:
+        raise ValueError(f"cleanup_retries must be >= 0, got {cleanup_retries}")
+    ack = _duration("ack_timeout", ack_timeout, zero=False)
+    cleanup = _duration("cleanup_ack_timeout", cleanup_ack_timeout, zero=False)
+    cleanup = ack if cleanup is None else cleanup
+    return (
+        _duration("deadline", deadline, zero=True),
+        cleanup,
+        cleanup_retries,
+        _specs(ack, cleanup),
+    )
+
+
+def _duration(name: str, value: float | None, *, zero: bool) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number or None, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0.0 or (value == 0.0 and not zero):
+        bound = ">= 0" if zero else "> 0"
+        raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
+    return float(value)
+
+
+class SessionPolicy:
+    """Deadline, acknowledgement timeouts, cleanup retries and premature facts for one handoff.
+
+    ``deadline`` and ``ack_timeout`` are durations in the unit of the ``now``
+    values passed in; ``cleanup_ack_timeout`` (default: ``ack_timeout``) is how
+    long a cleanup action waits before it is sent again, ``cleanup_retries`` how
+    many times. ``None`` disables a rule. Feed every input through the policy,
+    never to the coordinator directly.
+    """
+
+    __slots__ = (
+        "_awaiting",
+        "_buffer",
+        "_cleanup_retries",
+        "_cleanup_timeout",
+        "_coordinator",
+        "_deadline",
+        "_ending",
+        "_gave_up",
+        "_log",
+        "_specs",
+        "_started",
+    )
+
+    def __init__(
+        self,
+        coordinator: Coordinated,
+        *,
+        deadline: float | None = None,
+        ack_timeout: float | None = None,
+        cleanup_ack_timeout: float | None = None,
+        cleanup_retries: int = 3,
+    ) -> None:
+        self._coordinator = coordinator
+        (
+            self._deadline,
+            self._cleanup_timeout,
+            self._cleanup_retries,
+            self._specs,
+        ) = _settings(deadline, ack_timeout, cleanup_ack_timeout, cleanup_retries)
+        self._awaiting: dict[int, _Awaited] | None = None
+        self._buffer: list[HandoffFact] | None = None
+        self._log: _Log | None = None
+        self._started = False
+        self._ending = False
+        self._gave_up = False
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def coordinator(self) -> Coordinated:
+        return self._coordinator
+
+    @property
+    def finished(self) -> bool:
+        """The coordinator completed, or the session gave up on its cleanup.
+
+        Revision a976b2bf can reopen a completed handoff (a terminal fact while the
+        destination decodes issues ``CancelDestination``): the same rules then apply
+        to that cleanup, and ``finished`` is false until it ends.
+        """
+        return self._gave_up or self._coordinator.is_complete
+
+    @property
+    def completion(self) -> HandoffCompletion | None:
+        """The coordinator's completion; ``Canceled`` if the session gave up on cleanup."""
+        if self._gave_up:
+            return HandoffCompletion.CANCELED
+        return self._coordinator.completion
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing but the ordinary happened: no timeout, re-send, give-up, held-back,
+        refused or ignored input (the :attr:`result` has nothing to add)."""
+        return self._log is None and self._buffer is None
+
+    @property
+    def timed_out(self) -> bool:
+        return self._log is not None and self._log.timed_out
+
+    @property
+    def resends(self) -> int:
+        return 0 if self._log is None else self._log.resends
+
+    @property
+    def result(self) -> SessionResult:
+        log = self._log or _Log()
+        return SessionResult(
+            completion=self.completion,
+            finished=self.finished,
+            timed_out=log.timed_out,
+            resends=log.resends,
+            failed=tuple(log.failed),
+            abandoned=tuple(log.abandoned),
+            buffered=tuple(self._buffer or ()),
+            held_back=log.held_back,
+            unapplied=tuple(log.unapplied),
+            rejected=tuple(log.rejected),
+            ignored=tuple(log.ignored),
+        )
+
+    # ------------------------------------------------------------------ inputs
+
+    def start(self, now: float) -> SessionStep:
+        """Start the handoff at ``now``; arms the deadline (the first time only)."""
+        if self._gave_up:
+            return NOTHING
+        coordinator = self._coordinator
+        timers: tuple[SessionTimer, ...] = ()
+        if not self._started:
+            self._started = True
+            if self._deadline is not None and not coordinator.is_complete:
+                timers = (SessionTimer(now + self._deadline, None),)
+        return self._issued(coordinator.start(), now, timers)
+
+    def fact(self, fact: HandoffFact, now: float) -> SessionStep:
+        """A fact was reported at ``now``: apply it, or hold it back if it is premature."""
+        if type(fact) not in _FACT_TYPES:
+            raise TypeError(f"fact() takes a HandoffFact, not {type(fact).__name__}")
+        if self._gave_up:
+            self._note().ignored.append(fact)
+            return NOTHING
+        try:
+            actions = self._coordinator.on_fact(fact)
+        except HandoffError as error:
+            if error.code in PREMATURE and self._publisher_owes(fact):
+                if self._buffer is None:
+                    self._buffer = []
+                self._buffer.append(fact)
+                self._note().held_back += 1
+                return NOTHING
+            self._note().rejected.append(Rejection(fact, error))
+            return NOTHING
+        return self._issued(actions, now)
+
+    def outcome(self, action_id: int, outcome: HandoffActionOutcome, now: float) -> SessionStep:
+        """The acknowledgement of ``action_id`` arrived at ``now``."""
+        log = self._log
+        if log is not None and (self._gave_up or action_id in log.given_up):
+            log.ignored.append((action_id, outcome))
+            return NOTHING
+        try:
+            actions = self._coordinator.on_action_outcome(action_id, outcome)
+        except HandoffError as error:
+            # A refused acknowledgement (say Failed for a cancel) acknowledges nothing:
+            # if the action still awaits one, this send counts as lost.
+            self._note().rejected.append(Rejection((action_id, outcome), error))
+            return self.lost(action_id, f"its acknowledgement {outcome} was refused: {error}", now)
+        awaiting = self._awaiting
+        if awaiting is not None and awaiting.pop(action_id, None) is not None and log is not None:
+            self._check_given_up(log)
+        if self._buffer is not None:
+            return self._apply_held_back(actions, now)
+        return self._issued(actions, now)
+
+    def lost(
+        self, action_id: int, reason: str, now: float, *, send: int | None = None
+    ) -> SessionStep:
+        """Sending ``action_id`` failed (its acknowledgement will never come).
+
+        ``send`` names which send failed (see :attr:`SessionTimer.send`); a failure
+        of an earlier send, while a later one is in flight, changes nothing.
+        """
+        if self._gave_up or self._coordinator.is_complete:
+            return NOTHING
+        awaiting = self._awaiting
+        entry = awaiting.get(action_id) if awaiting is not None else None
+        if entry is not None:
+            if send is not None and send != entry.sends - 1:
+                return NOTHING
+            return self._lose(entry, reason, now)
+        for issued in self._coordinator.outstanding:  # an untimed work action
+            if issued.id == action_id:
+                return self._fail(issued, 1, reason, now)
+        return NOTHING  # acknowledged meanwhile, given up already, or never issued
+
+    def expire(self, timer: SessionTimer, now: float) -> SessionStep:
+        """A timer the policy asked for came due (stale timers are ignored)."""
+        if self._gave_up or self._coordinator.is_complete:
+            return NOTHING
+        if timer.action_id is None:
+            self._note().timed_out = True
+            return self.fact(TimedOut(handoff_id=self._coordinator.handoff_id), now)
+        awaiting = self._awaiting
+        entry = awaiting.get(timer.action_id) if awaiting is not None else None
+        if entry is None or timer.send != entry.sends - 1:
+            return NOTHING  # acknowledged, or a later send is being timed
+        spec = self._specs[type(entry.issued.action)]
+        return self._lose(entry, f"no acknowledgement {spec.timeout:g} after it was sent", now)
+
+    # ------------------------------------------------------------------ rules
+
+    def _issued(
+        self,
+        actions: Sequence[IssuedHandoffAction],
+        now: float,
+        timers: tuple[SessionTimer, ...] = (),
+    ) -> SessionStep:
+        """Track what the coordinator issued; the step that performs it."""
+        if not actions:
+            return SessionStep((), timers) if timers else NOTHING
+        specs = self._specs
+        extra: list[SessionTimer] | None = None
+        for issued in actions:
+            spec = specs.get(type(issued.action))
+            if spec is None:
+                continue
+            if spec.ends_active and not self._ending:
+                self._ending = True
+                if self._buffer is not None:
+                    self._note().unapplied.extend(self._buffer)
+                    self._buffer = None
+            if spec.timeout is not None or spec.cleanup:
+                if self._awaiting is None:
+                    self._awaiting = {}
+                self._awaiting[issued.id] = _Awaited(issued)
+                if spec.timeout is not None:
+                    if extra is None:
+                        extra = []
+                    extra.append(SessionTimer(now + spec.timeout, issued.id))
+        if extra is not None:
+            timers = (*timers, *extra)
+        return _step((actions, timers))
+
+    def _apply_held_back(self, actions: Sequence[IssuedHandoffAction], now: float) -> SessionStep:
+        """After an accepted acknowledgement: apply the held-back facts, in arrival order."""
+        step = self._issued(actions, now)
+        held, self._buffer = self._buffer or [], None
+        performed = list(step.actions)
+        timers = list(step.timers)
+        coordinator = self._coordinator
+        for index, fact in enumerate(held):
+            if self._ending:
+                self._note().unapplied.extend(held[index:])
+                break
+            try:
+                more = coordinator.on_fact(fact)
+            except HandoffError as error:
+                if error.code in PREMATURE and self._publisher_owes(fact):
+                    if self._buffer is None:
+                        self._buffer = []
+                    self._buffer.append(fact)  # still early: keeps its place
+                else:
+                    self._note().rejected.append(Rejection(fact, error))
+                continue
+            applied = self._issued(more, now)
+            performed += applied.actions
+            timers += applied.timers
+        return SessionStep(performed, tuple(timers)) if performed or timers else NOTHING
+
+    def _publisher_owes(self, fact: HandoffFact) -> bool:
+        """The fact's publisher has an outstanding action: the acknowledgement it waits for."""
+        publisher = PUBLISHER.get(type(fact))
+        return publisher is not None and any(
+            issued.action.owner is publisher for issued in self._coordinator.outstanding
+        )
+
+    def _lose(self, entry: _Awaited, reason: str, now: float) -> SessionStep:
+        """The latest send of ``entry`` is lost: re-send a cleanup action, fail a work action."""
+        issued = entry.issued
+        awaiting = self._awaiting
+        assert awaiting is not None  # entry came from it
+        if type(issued.action) not in CLEANUP_ACTIONS:
+            del awaiting[issued.id]
+            return self._fail(issued, entry.sends, reason, now)
+        log = self._note()
+        if entry.sends <= self._cleanup_retries:
+            entry.sends += 1
+            log.resends += 1
+            timeout = self._cleanup_timeout
+            timers = (
+                ()
+                if timeout is None
+                else (SessionTimer(now + timeout, issued.id, entry.sends - 1),)
+            )
+            return SessionStep((issued,), timers)
+        del awaiting[issued.id]
+        log.abandoned.append(UnacknowledgedAction(issued, entry.sends, reason))
+        log.given_up.add(issued.id)
+        self._check_given_up(log)
+        return NOTHING
+
+    def _fail(
+        self, issued: IssuedHandoffAction, sends: int, reason: str, now: float
+    ) -> SessionStep:
+        """Feed a lost work action's acknowledgement as ``Failed(reason)``: cleanup begins."""
+        log = self._note()
+        log.failed.append(UnacknowledgedAction(issued, sends, reason))
+        log.given_up.add(issued.id)
+        outcome = HandoffActionOutcome.failed(reason)
+        try:
+            actions = self._coordinator.on_action_outcome(issued.id, outcome)
+        except HandoffError as error:  # only a coordinator that broke its contract
+            log.rejected.append(Rejection((issued.id, outcome), error))
+            return NOTHING
+        return self._issued(actions, now)
+
+    def _check_given_up(self, log: _Log) -> None:
+        """The session is over once every unconfirmed cleanup action was abandoned."""
+        if not log.abandoned:
+            return
+        awaiting = self._awaiting or {}
+        if not any(type(e.issued.action) in CLEANUP_ACTIONS for e in awaiting.values()):
+            self._gave_up = True
+
+    def _note(self) -> _Log:
+        log = self._log
+        if log is None:
+            log = self._log = _Log()
+        return log
+
+
+_FACT_TYPES: Final = frozenset(FACT_TYPES)
