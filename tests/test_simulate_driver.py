@@ -27,6 +27,7 @@ from handoff_fsm import (
     IssuedHandoffAction,
     ReleaseSource,
     ReserveDestination,
+    Revision,
     StartTransfer,
     SubmitPrefill,
     TimedOut,
@@ -149,8 +150,15 @@ class LiveCounter(InputLog):
         self.live: set[str] = set()
         self.most = 0
 
-    def new(self, key: str, handoff_id: Any, order: HandoffOrder, fallback_ms: float) -> None:
-        super().new(key, handoff_id, order, fallback_ms)
+    def new(
+        self,
+        key: str,
+        handoff_id: Any,
+        order: HandoffOrder,
+        fallback_ms: float,
+        revision: Revision = Revision.SEED,
+    ) -> None:
+        super().new(key, handoff_id, order, fallback_ms, revision)
         self.live.add(key)
         self.most = max(self.most, len(self.live))
 

@@ -196,6 +196,21 @@ def build_parser() -> argparse.ArgumentParser:
         "(default 0)",
     )
     simulate.add_argument(
+        "--decode-cancel-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="probability in [0, 1] that a request whose handoff succeeded is canceled while "
+        "the destination decodes it (default 0)",
+    )
+    simulate.add_argument(
+        "--revision",
+        choices=_REVISIONS,
+        default="seed",
+        help="protocol revision the coordinators follow (default: seed; a976b2bf cancels "
+        "the decoding destination on a late cancel, and runs TRT-LLM SourceFirst)",
+    )
+    simulate.add_argument(
         "--seed", type=_natural, default=0, metavar="S", help="random seed (default 0)"
     )
     simulate.add_argument(

@@ -15,6 +15,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from typing import TextIO
 
 from rich.console import Console
@@ -22,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from handoff_fsm.cli.files import named_errors
 from handoff_fsm.errors import HandoffError
-from handoff_fsm.model import Backend
+from handoff_fsm.model import Backend, Revision
 from handoff_fsm.simulate.config import SimulationConfig
 from handoff_fsm.simulate.driver import Simulation
 from handoff_fsm.simulate.faults import FaultPlan
@@ -41,8 +42,11 @@ def cli_simulate(args: argparse.Namespace) -> int:
             handoffs=args.handoffs,
             concurrency=args.concurrency,
             seed=args.seed,
-            faults=FaultPlan.uniform(args.fault_rate),
+            faults=replace(
+                FaultPlan.uniform(args.fault_rate), decode_cancel=args.decode_cancel_rate
+            ),
             coordinator_engine=args.engine,
+            revision=Revision(args.revision),
         )
     except HandoffError as error:  # unsupported_backend
         return _usage_error(args, error.code.value, error.message)

@@ -306,9 +306,7 @@ def format_reply(
     handoff that succeeded is cleaning up again (not complete, completion Success).
     """
     handoff_id_text = str(actions[0].action.handoff_id) if actions else ""
-    return _reply_text(
-        _prefix(key), _actions_text(actions, handoff_id_text), completion, complete
-    )
+    return _reply_text(_prefix(key), _actions_text(actions, handoff_id_text), completion, complete)
 
 
 def format_error(

@@ -16,7 +16,7 @@ from random import Random
 
 from handoff_fsm.conformance import expected_order
 from handoff_fsm.coordinator import Engine
-from handoff_fsm.model import Backend, HandoffOrder, TransferTimingMode
+from handoff_fsm.model import Backend, HandoffOrder, Revision, TransferTimingMode, checked_revision
 from handoff_fsm.simulate.faults import FaultPlan
 
 Sampler = Callable[[], float]
@@ -131,7 +131,8 @@ class SimulationConfig:
 
     ``order`` overrides the backend's handoff order (only to show that the
     conformance record notices); by default vLLM runs SourceFirst and SGLang
-    DestinationFirst. TRT-LLM is refused (``unsupported_backend``), as in the reference.
+    DestinationFirst. TRT-LLM is refused (``unsupported_backend``) under the seed, as in
+    the reference; under ``revision="a976b2bf"`` it runs SourceFirst like vLLM.
     """
 
     backend: Backend = Backend.VLLM
@@ -141,6 +142,8 @@ class SimulationConfig:
     faults: FaultPlan = field(default_factory=FaultPlan)
     coordinator_engine: Engine = "compiled"
     order: HandoffOrder | None = None
+    revision: Revision = Revision.SEED
+    """The protocol revision the coordinators follow."""
 
     # workload
     prompt_tokens: Tokens = CountRange(128, 4096)
@@ -181,7 +184,9 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         if type(self.backend) is not Backend:
             object.__setattr__(self, "backend", Backend(self.backend))
-        expected_order(self.backend)  # refuses TRT-LLM (unsupported_backend) before any run
+        object.__setattr__(self, "revision", checked_revision(self.revision))
+        # refuses TRT-LLM under the seed (unsupported_backend) before any run
+        expected_order(self.backend, self.revision)
         if self.handoffs < 0:
             raise ValueError(f"handoffs must be >= 0, got {self.handoffs}")
         if self.concurrency < 1:
@@ -208,5 +213,5 @@ class SimulationConfig:
     @property
     def handoff_order(self) -> HandoffOrder:
         """The order the coordinators run with: the override, else the backend's."""
-        backend_order = expected_order(self.backend)
+        backend_order = expected_order(self.backend, self.revision)
         return backend_order if self.order is None else self.order

@@ -160,6 +160,8 @@ class Simulation:
         self.ack_timeouts = 0
         self.held_back = 0
         self.unapplied = 0
+        self.reopened = 0
+        """a976b2bf: handoffs that succeeded, were canceled while decoding, and cleaned up."""
         self.events = 0
         self.rejected: dict[str, int] = {}
         self.leaks: list[Leak] = []
@@ -206,6 +208,7 @@ class Simulation:
             handoff_id,
             self.order,
             config.fallback_transfer_delay_ms,
+            revision=config.revision,
             engine=config.coordinator_engine,
         )
         key = f"h{index}"
@@ -233,14 +236,18 @@ class Simulation:
             for offset, fact in self._faults.external_facts(index):
                 self._at(offset, self._external_fact, h, fact)
         if recorder is not None:
-            recorder.new(key, handoff_id, self.order, config.fallback_transfer_delay_ms)
+            recorder.new(
+                key, handoff_id, self.order, config.fallback_transfer_delay_ms, config.revision
+            )
         self._perform(h, policy.start(self.now))
 
     # ------------------------------------------------------------------ inputs
 
     def publish(self, h: SimulatedHandoff, fact: HandoffFact) -> None:
         """Report ``fact`` to the handoff's session policy now and perform what it returns."""
-        late = h.done
+        # After completion an input is late, unless the coordinator can still change
+        # (a976b2bf: a terminal fact after Success cancels the decoding destination).
+        late = h.done and h.coordinator.is_final
         actions, timers = h.policy.fact(fact, self.now)
         if late:
             self._late(h, actions, type(fact).__name__)
@@ -254,7 +261,7 @@ class Simulation:
 
     def deliver(self, h: SimulatedHandoff, action_id: int, outcome: HandoffActionOutcome) -> None:
         """Deliver an acknowledgement to the handoff's policy now and perform what it returns."""
-        late = h.done
+        late = h.done and h.coordinator.is_final
         actions, timers = h.policy.outcome(action_id, outcome, self.now)
         if late:
             self._late(h, actions, f"the outcome {outcome} of action {action_id}")
@@ -371,6 +378,11 @@ class Simulation:
 
     def _finish(self, h: SimulatedHandoff) -> None:
         """The handoff is over: its coordinator completed, or its policy gave up on cleanup."""
+        if h.done:  # a976b2bf: the reopened cleanup after a Success ended
+            self.reopened += 1
+            h.completion = h.policy.completion
+            self._check_owners(h, h.completion)
+            return
         h.done = True
         self.last_ms = self.now
         policy = h.policy
@@ -473,6 +485,8 @@ class Simulation:
             ack_timeouts=self.ack_timeouts,
             held_back=self.held_back,
             unapplied=self.unapplied,
+            reopened=self.reopened,
+            destination_held_after_cancel_ms=destination.held_after_cancel_ms,
             faults=dict(self._faults.counts)
             if self._faults is not None
             else dict.fromkeys(FAULT_COUNTERS, 0),

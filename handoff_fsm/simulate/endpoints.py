@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from handoff_fsm.model import (
     ActivateDestination,
     CancelDestination,
+    Canceled,
     CancelSource,
     DestinationReserved,
     HandoffAction,
@@ -206,6 +207,7 @@ class FakeDestination(_Endpoint):
         "_reserve",
         "_visible_on_store",
         "block_tokens",
+        "held_after_cancel_ms",
         "output_tokens",
         "repeated_after_activation",
         "visible_before_activation",
@@ -227,6 +229,8 @@ class FakeDestination(_Endpoint):
         self.visible_on_activation = 0
         self.repeated_after_activation = 0
         """Hashes made visible again after activation, though already visible (must stay 0)."""
+        self.held_after_cancel_ms = 0.0
+        """KV and batch-slot time requests kept after they were canceled while decoding."""
 
     def reserve(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
         faults = self._faults
@@ -306,6 +310,22 @@ class FakeDestination(_Endpoint):
         for _ in range(self._output_tokens):
             decoding += decode()
         post((now + decoding, sequence(), self._decoded, h, None, None))
+        cancel_at = faults.decode_cancel() if faults is not None else None
+        if cancel_at is not None:
+            post((now + cancel_at * decoding, sequence(), self._decode_canceled, h, None, None))
+
+    def _decode_canceled(self, h: SimulatedHandoff, _a: Any, _b: Any) -> None:
+        """The request is canceled while it decodes: the caller reports ``Canceled``."""
+        if h.destination != DESTINATION_ACTIVATED:
+            return
+        h.decode_cancel_at = self._wire.now
+        self._wire.publish(h, Canceled(handoff_id=h.handoff_id))
+
+    def _released_after_cancel(self, h: SimulatedHandoff) -> None:
+        """The request's KV and batch slot are free: count how long they outlived its cancel."""
+        if h.decode_cancel_at is not None:
+            self.held_after_cancel_ms += self._wire.now - h.decode_cancel_at
+            h.decode_cancel_at = None
 
     def _decoded(self, h: SimulatedHandoff, _a: Any, _b: Any) -> None:
         if h.destination != DESTINATION_ACTIVATED:
@@ -324,6 +344,7 @@ class FakeDestination(_Endpoint):
                     self.repeated_after_activation += 1
         h.destination = DESTINATION_FINISHED
         self.holding.discard(h.index)
+        self._released_after_cancel(h)
         self._wire.request_finished(h)
 
     def cancel(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
@@ -333,6 +354,7 @@ class FakeDestination(_Endpoint):
             if h.destination in (DESTINATION_ACCEPTED, DESTINATION_RESERVED, DESTINATION_ACTIVATED):
                 h.destination = DESTINATION_CANCELED
                 self.holding.discard(h.index)
+                self._released_after_cancel(h)
                 outcome = _APPLIED
             h.destination_cancel = outcome
         faults = self._faults

@@ -106,6 +106,7 @@ FAULT_COUNTERS: tuple[str, ...] = (
     *(f"ack_{fault.value}" for fault in AckFault),
     "transfer_failed",
     *(f"fact_{cls.__name__}" for cls in EXTERNAL_FACTS),
+    "decode_canceled",
 )
 """Names of the injected-fault counters, in report order."""
 
@@ -121,6 +122,9 @@ class FaultPlan:
     external_facts: Mapping[ExternalFact, float] = field(default_factory=dict)
     """Per handoff, the probability of each external fact (at a uniform moment of the window)."""
     transfer_failure: float = 0.0
+    decode_cancel: float = 0.0
+    """Per handoff that succeeded, the probability its request is canceled while the
+    destination decodes (a ``Canceled`` fact at a uniform moment of the decode)."""
     script: tuple[Scripted, ...] = ()
     fact_window_ms: float = 100.0
     late_by_ms: float = 5000.0
@@ -147,6 +151,7 @@ class FaultPlan:
                 )
             _check_probability(f"external {fact.__name__}", probability)
         _check_probability("transfer_failure", self.transfer_failure)
+        _check_probability("decode_cancel", self.decode_cancel)
         for name in ("fact_window_ms", "late_by_ms", "duplicate_after_ms"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0.0:
@@ -187,6 +192,7 @@ class FaultPlan:
             or any(rates.total for rates in self.acks.values())
             or any(self.external_facts.values())
             or self.transfer_failure
+            or self.decode_cancel
         )
 
 
@@ -219,6 +225,7 @@ class FaultInjector:
 
     __slots__ = (
         "_bounds",
+        "_decode_cancel",
         "_draw",
         "_fact_rates",
         "_scripted_acks",
@@ -244,6 +251,7 @@ class FaultInjector:
         self._fact_rates = [(cls, p) for cls, p in plan.external_facts.items() if p]
         self._window = plan.fact_window_ms
         self._transfer_rate = plan.transfer_failure
+        self._decode_cancel = plan.decode_cancel
         self._scripted_acks: dict[tuple[int, type[HandoffAction]], AckFault] = {}
         self._scripted_facts: dict[int, list[tuple[float, ExternalFact]]] = {}
         self._scripted_transfers: set[int] = set()
@@ -291,6 +299,17 @@ class FaultInjector:
         if fails:
             self.counts["transfer_failed"] += 1
         return fails
+
+    def decode_cancel(self) -> float | None:
+        """When a decoding request is canceled, as a fraction of its decode (None: it is not).
+
+        Draws only when the plan cancels decodes, so other plans' fault streams stay as
+        they were."""
+        rate = self._decode_cancel
+        if rate > 0.0 and self._draw() < rate:
+            self.counts["decode_canceled"] += 1
+            return self._draw()
+        return None
 
     def external_facts(self, handoff: int) -> list[tuple[float, ExternalFact]]:
         """The external facts ``handoff`` receives, as (ms after its start, fact class)."""

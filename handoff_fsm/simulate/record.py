@@ -55,6 +55,7 @@ class SimulatedHandoff:
     __slots__ = (
         "completion",
         "coordinator",
+        "decode_cancel_at",
         "decoded",
         "destination",
         "destination_cancel",
@@ -110,6 +111,8 @@ class SimulatedHandoff:
         self.stored_blocks = 0
         self.visible_blocks = 0
         self.decoded = 0
+        self.decode_cancel_at: float | None = None
+        """When the request was canceled while the destination decoded it (fault)."""
 
     def __repr__(self) -> str:
         return (

@@ -83,6 +83,12 @@ class SimulationResult:
     """Premature facts the session policy held back until their acknowledgement came."""
     unapplied: int
     """Held-back facts never applied (cleanup began first: their acknowledgement was lost)."""
+    reopened: int
+    """a976b2bf: handoffs that succeeded, then were canceled while decoding and cleaned up."""
+    destination_held_after_cancel_ms: float
+    """Virtual ms the destination kept requests' KV and batch slots after they were canceled
+    while decoding: the seed ignores that cancel (the request decodes to the end), a976b2bf
+    cancels the destination at once."""
     faults: dict[str, int]
     """Injected faults, by kind."""
     latencies_ms: tuple[float, ...]

@@ -69,6 +69,9 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "ack_timeouts": result.ack_timeouts,
         "held_back": result.held_back,
         "unapplied": result.unapplied,
+        "revision": config.revision.value,
+        "reopened": result.reopened,
+        "destination_held_after_cancel_ms": result.destination_held_after_cancel_ms,
         "faults": result.faults,
         "transfers": len(result.transfer_delays_ms),
         **_distribution("transfer_delay", result.transfer_delays_ms),
@@ -118,6 +121,11 @@ def render(summary: dict[str, Any], console: Console) -> None:
         ("acknowledgement time-outs", str(summary["ack_timeouts"])),
         ("premature facts held back", str(summary["held_back"])),
         ("  never applied (cleanup came first)", str(summary["unapplied"])),
+        ("decode cancels reopened (a976b2bf)", str(summary["reopened"])),
+        (
+            "destination KV/slot held after cancel",
+            f"{summary['destination_held_after_cancel_ms']:.3f} ms",
+        ),
         ("faults injected", str(sum(summary["faults"].values()))),
         *((f"  {kind}", str(n)) for kind, n in summary["faults"].items() if n),
     ]

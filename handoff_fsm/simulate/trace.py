@@ -20,13 +20,21 @@ from handoff_fsm.model import (
     HandoffFact,
     HandoffOrder,
     IssuedHandoffAction,
+    Revision,
 )
 
 
 class Recorder(Protocol):
     """What the driver tells a recorder; ``key`` names the coordinator (``h<number>``)."""
 
-    def new(self, key: str, handoff_id: UUID, order: HandoffOrder, fallback_ms: float) -> None: ...
+    def new(
+        self,
+        key: str,
+        handoff_id: UUID,
+        order: HandoffOrder,
+        fallback_ms: float,
+        revision: Revision = Revision.SEED,
+    ) -> None: ...
     def start(self, key: str) -> None: ...
     def fact(self, key: str, fact: HandoffFact) -> None: ...
     def outcome(self, key: str, action_id: int, outcome: HandoffActionOutcome) -> None: ...
@@ -63,16 +71,24 @@ class TraceWriter:
         self._write(dumps(obj))
         self._write("\n")
 
-    def new(self, key: str, handoff_id: UUID, order: HandoffOrder, fallback_ms: float) -> None:
-        self._line(
-            {
-                "coordinator": key,
-                "op": "new",
-                "handoff_id": str(handoff_id),
-                "order": order.value,
-                "fallback_transfer_delay_ms": fallback_ms,
-            }
-        )
+    def new(
+        self,
+        key: str,
+        handoff_id: UUID,
+        order: HandoffOrder,
+        fallback_ms: float,
+        revision: Revision = Revision.SEED,
+    ) -> None:
+        line: dict[str, object] = {
+            "coordinator": key,
+            "op": "new",
+            "handoff_id": str(handoff_id),
+            "order": order.value,
+            "fallback_transfer_delay_ms": fallback_ms,
+        }
+        if revision is not Revision.SEED:
+            line["revision"] = revision.value
+        self._line(line)
         self.reply(key, [], False, None)
 
     def start(self, key: str) -> None:
@@ -99,7 +115,7 @@ class TraceWriter:
         completion: HandoffCompletion | None,
     ) -> None:
         if self._replies is not None:
-            self._replies.append(format_reply(key, actions, completion))
+            self._replies.append(format_reply(key, actions, completion, complete))
 
     def error(
         self,
@@ -109,7 +125,7 @@ class TraceWriter:
         completion: HandoffCompletion | None,
     ) -> None:
         if self._replies is not None:
-            self._replies.append(format_error(key, error, completion))
+            self._replies.append(format_error(key, error, completion, complete))
 
 
 NEW, START, FACT, OUTCOME = range(4)
@@ -130,7 +146,14 @@ class InputLog:
         self.issued = 0
         """Actions the coordinators issued in reply (to check a replay did the same work)."""
 
-    def new(self, key: str, handoff_id: UUID, order: HandoffOrder, fallback_ms: float) -> None:
+    def new(
+        self,
+        key: str,
+        handoff_id: UUID,
+        order: HandoffOrder,
+        fallback_ms: float,
+        revision: Revision = Revision.SEED,
+    ) -> None:
         self.fallback_ms = fallback_ms
         self.inputs.append((NEW, key, handoff_id, order))
 
