@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -335,21 +336,33 @@ def test_an_external_fact_at_any_moment_ends_cleanly(
         assert result.succeeded == 1 and result.late_inputs == 1
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_many_handoffs_under_every_fault_class_never_leak(backend: Backend) -> None:
+@pytest.mark.parametrize(
+    ("backend", "revision"),
+    [(Backend.VLLM, Revision.SEED), (Backend.SGLANG, Revision.A976B2BF)],
+)
+def test_many_handoffs_under_every_fault_class_never_leak(
+    backend: Backend, revision: Revision
+) -> None:
+    faults = replace(FaultPlan.uniform(0.2), decode_cancel=0.2)
     result = simulate(
-        SimulationConfig(backend=backend, handoffs=20_000, faults=FaultPlan.uniform(0.2), seed=2)
+        SimulationConfig(backend=backend, handoffs=20_000, faults=faults, seed=2, revision=revision)
     )
     assert_clean(result)
     assert result.leaked == 0
     assert result.canceled > 0 and result.succeeded > 0
     assert all(n > 0 for n in result.faults.values())  # every class was exercised
     assert result.timeouts > 0 and result.cleanup_resends > 0 and result.late_inputs > 0
-    assert set(result.rejected) <= {
+    expected = {
         "source_held_before_submit",
         "destination_reserved_before_accept",
         "transfer_completed_before_scheduled",
     }
+    if revision is Revision.A976B2BF:
+        # A late acknowledgement of an action issued before the first Complete, arriving
+        # while a decode cancel reopened cleanup, is unknown_action (DESIGN §9.1).
+        assert result.reopened > 0
+        expected.add("unknown_action")
+    assert set(result.rejected) <= expected
 
 
 def test_a_hundred_thousand_handoffs_at_five_percent_faults_end_with_zero_leaks() -> None:
