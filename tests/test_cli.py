@@ -124,6 +124,11 @@ def test_closed_stdout_is_one_line(work: Path, command: str, name: str) -> None:
     assert line.endswith("<stdout>: closed (the command was started without it)")
 
 
+def test_closed_stderr_keeps_the_status_and_stdout_clean(work: Path) -> None:
+    result = run("replay missing.jsonl", work, shell_redirect="2>&-")
+    assert (result.returncode, result.stdout) == (2, "")
+
+
 def test_closed_stdout_does_not_matter_when_writing_a_file(work: Path) -> None:
     result = run("replay trace.jsonl -o out.jsonl", work, shell_redirect=">&-")
     assert result.returncode == 0, result.stderr

@@ -361,6 +361,8 @@ class _ClosedStream:
 
 
 def _replace_closed_std_streams() -> None:
+    if sys.stderr is None:  # nowhere to complain: complaints are dropped, the status remains
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
     if sys.stdin is None:
         sys.stdin = _ClosedStream("<stdin>")
     if sys.stdout is None:
