@@ -30,20 +30,28 @@ from handoff_fsm import (
     IssuedHandoffAction,
     ReleaseSource,
     ReserveDestination,
+    Revision,
     SourceHeld,
     StartTransfer,
     SubmitPrefill,
+    TimedOut,
     TransferCompleted,
+    TransferTimingMode,
 )
 from handoff_fsm.verify.invariants import (
+    PROMISES,
+    RULES,
     STATEMENTS,
+    STATEMENTS_BY_REVISION,
     InputClass,
     Invariant,
     Observation,
     Op,
     Reply,
+    invariants_of,
     observe,
     reply_of,
+    statement,
 )
 
 ID = UUID(int=1)
@@ -56,7 +64,16 @@ GOOD_TIMING = HandoffTransferTiming(
 BAD_TIMING = HandoffTransferTiming(
     mode="full_prompt", full_prompt_tokens=10, kv_bytes_per_token=1024, bandwidth_gb_s=-1.0
 )
+UNSCHEDULABLE_TIMING = HandoffTransferTiming(
+    mode=TransferTimingMode.DESTINATION_MISSING,
+    full_prompt_tokens=1,
+    kv_bytes_per_token=1,
+    bandwidth_gb_s=1e-314,
+)
+"""Valid (one prompt token takes ~1e308 ms), but 10 transferable tokens take forever."""
 START = Op("start")
+SEED = Revision.SEED
+A976 = Revision.A976B2BF
 
 
 def fact(value: object) -> Op:
@@ -79,9 +96,16 @@ def returned(*actions: IssuedHandoffAction, completion: HandoffCompletion | None
     return Reply(actions=actions, is_complete=completion is not None, completion=completion)
 
 
-def play(order: HandoffOrder, steps: list[tuple[Op, Reply]]) -> tuple[Observation, list[Invariant]]:
+def reopened(*actions: IssuedHandoffAction) -> Reply:
+    """A reply while a cleanup reopened after Success runs: not complete, completion Success."""
+    return Reply(actions=actions, is_complete=False, completion=HandoffCompletion.SUCCESS)
+
+
+def play(
+    order: HandoffOrder, steps: list[tuple[Op, Reply]], revision: Revision = SEED
+) -> tuple[Observation, list[Invariant]]:
     """Feed (input, reply) pairs to a fresh observer; the invariants broken, in order."""
-    obs = Observation(ID, order)
+    obs = Observation(ID, order, revision)
     broken: list[Invariant] = []
     for op, reply in steps:
         obs, findings = observe(obs, op, reply)
@@ -113,9 +137,55 @@ SUCCESS_SF: list[tuple[Op, Reply]] = [
 ]
 
 
-def test_every_invariant_is_stated() -> None:
-    assert set(STATEMENTS) == set(Invariant)
-    assert all(len(text) > 40 for text in STATEMENTS.values())
+CHANGED_BY_A976B2BF = {
+    Invariant.COMPLETE_ONCE,
+    Invariant.COMPLETION_CONSISTENT,
+    Invariant.OWNERS_SETTLED_BEFORE_COMPLETE,
+    Invariant.CANCELED_ONLY_THROUGH_CLEANUP,
+    Invariant.INVALID_INPUT_REJECTED,
+    Invariant.LIVENESS,
+}
+
+
+def test_every_invariant_is_stated_once_per_revision_it_applies_to() -> None:
+    assert set(STATEMENTS_BY_REVISION) == set(Revision)
+    for revision in Revision:
+        rules = [rule for rule in RULES if revision in rule.revisions]
+        assert len({rule.invariant for rule in rules}) == len(rules)
+        assert tuple(STATEMENTS_BY_REVISION[revision]) == invariants_of(revision)
+    assert STATEMENTS_BY_REVISION[SEED] == STATEMENTS
+    assert {rule.invariant for rule in RULES} == set(Invariant)
+    assert all(len(rule.statement) > 40 for rule in RULES)
+    # The seed promises what it promised before revisions existed; a976b2bf adds one.
+    assert set(invariants_of(SEED)) == set(Invariant) - {Invariant.REOPENS_AFTER_SUCCESS}
+    assert set(invariants_of(A976)) == set(Invariant)
+    assert statement(Invariant.COMPLETE_ONCE, SEED) == (
+        "Complete is issued at most once, last in its reply, and nothing is issued after it"
+    )
+    with pytest.raises(KeyError):
+        statement(Invariant.REOPENS_AFTER_SUCCESS, SEED)
+
+
+def test_a976b2bf_restates_exactly_the_invariants_whose_meaning_changed() -> None:
+    changed = {
+        invariant
+        for invariant in invariants_of(SEED)
+        if statement(invariant, SEED) != statement(invariant, A976)
+    }
+    assert changed == CHANGED_BY_A976B2BF
+    assert "twice" in STATEMENTS_BY_REVISION[A976][Invariant.COMPLETE_ONCE]
+    assert (
+        "Success while the reopened cleanup runs"
+        in (STATEMENTS_BY_REVISION[A976][Invariant.COMPLETION_CONSISTENT])
+    )
+
+
+def test_promises_are_stated_for_every_revision() -> None:
+    assert set(PROMISES) == set(Revision)
+    assert not PROMISES[SEED].reopens_after_success
+    assert not PROMISES[SEED].validates_scheduled_delay
+    assert PROMISES[A976].reopens_after_success
+    assert PROMISES[A976].validates_scheduled_delay
 
 
 def test_a_correct_success_breaks_nothing() -> None:
@@ -446,3 +516,202 @@ def test_reply_of_captures_actions_errors_and_crashes() -> None:
     assert reply_of(broken, FAILED).crash == "raised RuntimeError: boom"
     assert "instead of a list" in (reply_of(broken, START).crash or "")
     assert issubclass(HandoffError, ValueError)
+
+
+# ---------------------------------------------------------------------- a976b2bf
+
+CANCEL_AFTER_SUCCESS: list[tuple[Op, Reply]] = [
+    *SUCCESS_SF,
+    (FAILED, reopened(issued(6, CancelDestination))),
+]
+"""a976b2bf: a terminal fact after Success cancels the decoding destination."""
+
+REOPENED_SF: list[tuple[Op, Reply]] = [
+    *CANCEL_AFTER_SUCCESS,
+    # Acknowledgements of actions issued before the first Complete are unknown now.
+    (
+        outcome(4, NOOP),
+        Reply(error=HandoffErrorCode.UNKNOWN_ACTION, completion=HandoffCompletion.SUCCESS),
+    ),
+    (fact(TimedOut(handoff_id=ID)), reopened()),
+    (outcome(6, APPLIED), returned(issued(7, Complete), completion=HandoffCompletion.CANCELED)),
+    # After the second Complete, facts are ignored.
+    (FAILED, returned(completion=HandoffCompletion.CANCELED)),
+    (outcome(6, APPLIED), returned(completion=HandoffCompletion.CANCELED)),
+]
+
+
+def test_a_correct_reopen_after_success_breaks_nothing() -> None:
+    obs, broken = play(SF, REOPENED_SF, A976)
+    assert broken == []
+    assert obs.complete
+    assert obs.reopened
+    assert obs.completion is HandoffCompletion.CANCELED
+    assert obs.last_id == 7
+    assert [kind for _, kind in obs.issued].count(Complete) == 2
+
+
+def test_the_real_a976b2bf_coordinator_agrees_with_the_hand_built_replies() -> None:
+    coordinator = HandoffCoordinator(ID, SF, revision=A976)
+    for op, expected in REOPENED_SF:
+        assert reply_of(coordinator, op) == expected, op
+
+
+def test_while_reopened_only_the_reopened_cancel_is_known() -> None:
+    obs, _ = play(SF, CANCEL_AFTER_SUCCESS, A976)
+    assert not obs.complete
+    assert obs.completion is HandoffCompletion.SUCCESS
+    assert list(obs.outstanding()) == [(6, CancelDestination)]
+    assert obs.classify(outcome(4, NOOP)) is InputClass.UNKNOWN_ACTION  # was a duplicate
+    assert obs.classify(outcome(0, APPLIED)) is InputClass.UNKNOWN_ACTION
+    assert obs.classify(outcome(6, APPLIED)) is InputClass.OUTCOME
+    assert obs.is_honest(outcome(6, NOOP))
+    # Before the reopen, the same acknowledgement was a (late, ignored) duplicate.
+    done, _ = play(SF, SUCCESS_SF, A976)
+    assert done.classify(outcome(4, NOOP)) is InputClass.DUPLICATE_OUTCOME
+
+
+def _held_unschedulable() -> list[tuple[Op, Reply]]:
+    return [
+        (START, returned(issued(0, SubmitPrefill))),
+        (outcome(0, SUBMITTED), returned()),
+        (
+            fact(SourceHeld(handoff_id=ID, transfer_timing=UNSCHEDULABLE_TIMING)),
+            returned(issued(1, ReserveDestination)),
+        ),
+        (outcome(1, ACCEPTED), returned()),
+    ]
+
+
+def test_a_fact_that_would_schedule_an_infinite_delay_is_unschedulable_under_a976b2bf() -> None:
+    small = fact(DestinationReserved(handoff_id=ID, transferable_prompt_tokens=0))
+    for revision, expected in ((SEED, InputClass.PROGRESS_FACT), (A976, InputClass.UNSCHEDULABLE)):
+        obs, broken = play(SF, _held_unschedulable(), revision)
+        assert broken == []
+        # Only a revision that validates the scheduled delay needs the timing remembered.
+        assert obs.timing == (UNSCHEDULABLE_TIMING if revision is A976 else None)
+        assert obs.classify(RESERVED) is expected
+        assert obs.refuses_due(RESERVED) is (revision is A976)
+        assert obs.is_honest(RESERVED) is (revision is SEED)
+        assert obs.is_due(RESERVED.fact)
+        # No transferable tokens: nothing to move, a zero delay.
+        assert obs.classify(small) is InputClass.PROGRESS_FACT
+    assert obs.scheduled_delay_ms(RESERVED.fact) == float("inf")  # type: ignore[arg-type]
+    assert obs.scheduled_delay_ms(small.fact) == 0.0  # type: ignore[arg-type]
+    # The other way round: the destination reserved first, then the held timing decides.
+    obs, _ = play(
+        DF,
+        [
+            (START, returned(issued(0, ReserveDestination))),
+            (outcome(0, ACCEPTED), returned()),
+            (RESERVED, returned(issued(1, SubmitPrefill))),
+            (outcome(1, SUBMITTED), returned()),
+        ],
+        A976,
+    )
+    held = fact(SourceHeld(handoff_id=ID, transfer_timing=UNSCHEDULABLE_TIMING))
+    assert obs.tokens == 10
+    assert obs.classify(held) is InputClass.UNSCHEDULABLE
+    assert obs.classify(HELD) is InputClass.PROGRESS_FACT
+    assert obs.refuses_due(held)
+
+
+SUCCESS_ = HandoffCompletion.SUCCESS
+CANCELED_ = HandoffCompletion.CANCELED
+
+BREAKS_BY_REVISION: list[tuple[str, Revision, list[tuple[Op, Reply]], list[Invariant]]] = [
+    (
+        "seed: a cancel after Success",
+        SEED,
+        [*SUCCESS_SF, (FAILED, returned(issued(6, CancelDestination), completion=SUCCESS_))],
+        [Invariant.COMPLETE_ONCE],
+    ),
+    (
+        "a976b2bf: a terminal fact after Success ignored",
+        A976,
+        [*SUCCESS_SF, (FAILED, returned(completion=SUCCESS_))],
+        [Invariant.REOPENS_AFTER_SUCCESS],
+    ),
+    (
+        "a976b2bf: the released source canceled too",
+        A976,
+        [*SUCCESS_SF, (FAILED, reopened(issued(6, CancelDestination), issued(7, CancelSource)))],
+        [Invariant.REOPENS_AFTER_SUCCESS],
+    ),
+    (
+        "a976b2bf: the reopened cleanup completed before its cancel was acknowledged",
+        A976,
+        [
+            *SUCCESS_SF,
+            (
+                FAILED,
+                returned(issued(6, CancelDestination), issued(7, Complete), completion=CANCELED_),
+            ),
+        ],
+        [Invariant.OWNERS_SETTLED_BEFORE_COMPLETE],
+    ),
+    (
+        "a976b2bf: still complete while the reopened cancel is outstanding",
+        A976,
+        [*SUCCESS_SF, (FAILED, returned(issued(6, CancelDestination), completion=SUCCESS_))],
+        [Invariant.COMPLETION_CONSISTENT],
+    ),
+    (
+        "a976b2bf: no completion while the reopened cleanup runs",
+        A976,
+        [*SUCCESS_SF, (FAILED, Reply(actions=(issued(6, CancelDestination),)))],
+        [Invariant.COMPLETION_CONSISTENT],
+    ),
+    (
+        "a976b2bf: an outcome for an action before the first Complete accepted while reopened",
+        A976,
+        [*CANCEL_AFTER_SUCCESS, (outcome(4, NOOP), reopened())],
+        [Invariant.INVALID_INPUT_REJECTED],
+    ),
+    (
+        "a976b2bf: Success again after the reopened cleanup",
+        A976,
+        [
+            *CANCEL_AFTER_SUCCESS,
+            (outcome(6, APPLIED), returned(issued(7, Complete), completion=SUCCESS_)),
+        ],
+        [Invariant.CANCELED_ONLY_THROUGH_CLEANUP],
+    ),
+    (
+        "a976b2bf: a second reopen after the second Complete",
+        A976,
+        [
+            *CANCEL_AFTER_SUCCESS,
+            (outcome(6, APPLIED), returned(issued(7, Complete), completion=CANCELED_)),
+            (FAILED, returned(issued(8, CancelDestination), completion=CANCELED_)),
+        ],
+        [Invariant.COMPLETE_ONCE],
+    ),
+    (
+        "a976b2bf: a reservation scheduling an infinite delay accepted",
+        A976,
+        [*_held_unschedulable(), (RESERVED, returned(issued(2, StartTransfer)))],
+        [Invariant.INVALID_INPUT_REJECTED],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("revision", "steps", "expected"),
+    [case[1:] for case in BREAKS_BY_REVISION],
+    ids=[case[0] for case in BREAKS_BY_REVISION],
+)
+def test_each_revision_rule_fires_on_the_reply_that_breaks_it(
+    revision: Revision, steps: list[tuple[Op, Reply]], expected: list[Invariant]
+) -> None:
+    _, broken = play(SF, steps, revision)
+    assert broken == expected
+    _, before_last = play(SF, steps[:-1], revision)
+    assert before_last == []
+    assert set(expected) <= set(invariants_of(revision))
+
+
+def test_the_seed_accepts_what_a976b2bf_must_reject() -> None:
+    # Under the seed the same reservation starts the transfer (the reference's quirk).
+    _, broken = play(SF, [*_held_unschedulable(), (RESERVED, returned(issued(2, StartTransfer)))])
+    assert broken == []

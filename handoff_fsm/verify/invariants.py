@@ -9,10 +9,17 @@ explorer keeps per state; :func:`observe` advances it by one input and its reply
 and reports every rule the reply broke. Rules that need the coordinator's state
 (a rejected input changes nothing) and the liveness rule (which needs the whole
 state graph) are judged by :mod:`handoff_fsm.verify.exploration`, with the names listed here.
+
+Each protocol revision promises its own set of invariants, stated as data in
+:data:`RULES` (name, statement, revisions). What a revision does differently is
+read from :data:`PROMISES`, written here from the revision's description
+(README, "Protocol revisions"), never from the chart, so the chart cannot vouch
+for itself.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -34,10 +41,12 @@ from handoff_fsm.model import (
     HandoffCompletion,
     HandoffFact,
     HandoffOrder,
+    HandoffTransferTiming,
     IssuedHandoffAction,
     OutcomeKind,
     ReleaseSource,
     ReserveDestination,
+    Revision,
     SourceHeld,
     StartTransfer,
     SubmitPrefill,
@@ -64,46 +73,217 @@ class Invariant(StrEnum):
     REJECTED_INPUT_CHANGES_NOTHING = "rejected_input_changes_nothing"
     INVALID_INPUT_REJECTED = "invalid_input_rejected"
     DUPLICATE_OUTCOME_IDEMPOTENT = "duplicate_outcome_idempotent"
+    REOPENS_AFTER_SUCCESS = "reopens_after_success"
     LIVENESS = "liveness"
 
 
-STATEMENTS: Final[dict[Invariant, str]] = {
-    Invariant.INPUTS_HANDLED: "every input returns a list of issued actions or raises a "
-    "HandoffError; nothing else escapes",
-    Invariant.DETERMINISTIC: "the same inputs, given to a fresh coordinator, always lead to "
-    "the same state (what makes a counterexample replayable)",
-    Invariant.COMPLETE_ONCE: "Complete is issued at most once, last in its reply, and "
-    "nothing is issued after it",
-    Invariant.ACTION_IDS_INCREASING: "action ids are unique and strictly increasing",
-    Invariant.OWN_HANDOFF: "every issued action names the coordinator's own handoff",
-    Invariant.COMPLETION_CONSISTENT: "is_complete turns true exactly when Complete is issued, "
-    "and completion is Success or Canceled from then on (None before)",
-    Invariant.OWNERS_SETTLED_BEFORE_COMPLETE: "every owner engaged (prefill submitted, "
-    "destination reserved) is released or canceled, with an acknowledged outcome, before "
-    "Complete (on Success the destination's applied activation is its hand-over)",
-    Invariant.SUCCESS_AFTER_RELEASE: "Success only after ActivateDestination was Applied, "
-    "ReleaseSource acknowledged and exactly one transfer started",
-    Invariant.CANCELED_ONLY_THROUGH_CLEANUP: "Canceled only after a failure, time-out, cancel "
-    "or failed action started cleanup, Success never after one, and once cleanup started "
-    "only cancels and Complete are issued",
-    Invariant.TRANSFER_ONCE_WHEN_READY: "StartTransfer only once the source reported held and "
-    "the destination reported reserved, and at most once",
-    Invariant.LIFECYCLE_ORDER: "every other action only when the protocol allows it, at most "
-    "once: the order's first owner on start, the second once the first is ready, activation "
-    "after the transfer completed, release after activation applied, cancels in cleanup "
-    "for engaged owners",
-    Invariant.REJECTED_INPUT_CHANGES_NOTHING: "an input rejected with a HandoffError leaves "
-    "the coordinator exactly as it was",
-    Invariant.INVALID_INPUT_REJECTED: "a fact for another handoff is rejected; while running, "
-    "an outcome for an unknown action, one its action cannot have, a failed cleanup or one "
-    "contradicting an accepted outcome is rejected; a SourceHeld with invalid timing is "
-    "never applied",
-    Invariant.DUPLICATE_OUTCOME_IDEMPOTENT: "an exact duplicate of an accepted outcome is "
-    "answered with no actions and changes nothing",
-    Invariant.LIVENESS: "from every reachable state some sequence of honest inputs "
-    "(acknowledgements with an accepted outcome, and the facts they make due) reaches Complete",
+@dataclass(frozen=True, slots=True)
+class Promises:
+    """What a protocol revision does differently from the seed, as the observer expects it."""
+
+    reopens_after_success: bool = False
+    """After Success, a terminal fact cancels the decoding destination and completes again."""
+    validates_scheduled_delay: bool = False
+    """A fact that would start the transfer with a delay not finite and >= 0 is rejected."""
+
+
+PROMISES: Final[dict[Revision, Promises]] = {
+    Revision.SEED: Promises(),
+    Revision.A976B2BF: Promises(reopens_after_success=True, validates_scheduled_delay=True),
 }
-"""What each invariant promises, in words (printed by ``handoff-fsm check``)."""
+"""Per revision, the behaviour the observer holds it to (README, "Protocol revisions")."""
+
+SEED: Final = frozenset({Revision.SEED})
+A976B2BF: Final = frozenset({Revision.A976B2BF})
+EVERY_REVISION: Final = frozenset(Revision)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One invariant as a revision states it: its name, what it promises, where it holds."""
+
+    invariant: Invariant
+    statement: str
+    revisions: frozenset[Revision]
+
+
+RULES: Final[tuple[Rule, ...]] = (
+    Rule(
+        Invariant.INPUTS_HANDLED,
+        "every input returns a list of issued actions or raises a HandoffError; nothing "
+        "else escapes",
+        EVERY_REVISION,
+    ),
+    Rule(
+        Invariant.DETERMINISTIC,
+        "the same inputs, given to a fresh coordinator, always lead to the same state (what "
+        "makes a counterexample replayable)",
+        EVERY_REVISION,
+    ),
+    Rule(
+        Invariant.COMPLETE_ONCE,
+        "Complete is issued at most once, last in its reply, and nothing is issued after it",
+        SEED,
+    ),
+    Rule(
+        Invariant.COMPLETE_ONCE,
+        "Complete is last in its reply and nothing is issued after it, with one exception: "
+        "after Success a terminal fact reopens cleanup (reopens_after_success), which a "
+        "second Complete (Canceled) ends, and nothing is issued after that one; so Complete "
+        "is issued at most twice, the second time only after a reopen",
+        A976B2BF,
+    ),
+    Rule(
+        Invariant.ACTION_IDS_INCREASING,
+        "action ids are unique and strictly increasing",
+        EVERY_REVISION,
+    ),
+    Rule(
+        Invariant.OWN_HANDOFF,
+        "every issued action names the coordinator's own handoff",
+        EVERY_REVISION,
+    ),
+    Rule(
+        Invariant.COMPLETION_CONSISTENT,
+        "is_complete turns true exactly when Complete is issued, and completion is Success "
+        "or Canceled from then on (None before)",
+        SEED,
+    ),
+    Rule(
+        Invariant.COMPLETION_CONSISTENT,
+        "is_complete turns true exactly when a Complete is issued and false only when the "
+        "reopened cleanup's CancelDestination is issued, until the second Complete; "
+        "completion is None before the first Complete and that of the last Complete after "
+        "it (Success while the reopened cleanup runs)",
+        A976B2BF,
+    ),
+    Rule(
+        Invariant.OWNERS_SETTLED_BEFORE_COMPLETE,
+        "every owner engaged (prefill submitted, destination reserved) is released or "
+        "canceled, with an acknowledged outcome, before Complete (on Success the "
+        "destination's applied activation is its hand-over)",
+        SEED,
+    ),
+    Rule(
+        Invariant.OWNERS_SETTLED_BEFORE_COMPLETE,
+        "every owner engaged (prefill submitted, destination reserved) is released or "
+        "canceled, with an acknowledged outcome, before each Complete: on Success the "
+        "destination's applied activation is its hand-over; before the Complete that ends a "
+        "reopened cleanup, the destination's CancelDestination is acknowledged",
+        A976B2BF,
+    ),
+    Rule(
+        Invariant.SUCCESS_AFTER_RELEASE,
+        "Success only after ActivateDestination was Applied, ReleaseSource acknowledged and "
+        "exactly one transfer started",
+        EVERY_REVISION,
+    ),
+    Rule(
+        Invariant.CANCELED_ONLY_THROUGH_CLEANUP,
+        "Canceled only after a failure, time-out, cancel or failed action started cleanup, "
+        "Success never after one, and once cleanup started only cancels and Complete are "
+        "issued",
+        SEED,
+    ),
+    Rule(
+        Invariant.CANCELED_ONLY_THROUGH_CLEANUP,
+        "Canceled only after a failure, time-out, cancel or failed action started cleanup, "
+        "or a terminal fact after Success reopened it; Success never after one, and once "
+        "cleanup started (or reopened) only cancels and Complete are issued",
+        A976B2BF,
+    ),
+    Rule(
+        Invariant.TRANSFER_ONCE_WHEN_READY,
+        "StartTransfer only once the source reported held and the destination reported "
+        "reserved, and at most once",
+        EVERY_REVISION,
+    ),
+    Rule(
+        Invariant.LIFECYCLE_ORDER,
+        "every other action only when the protocol allows it, at most once: the order's "
+        "first owner on start, the second once the first is ready, activation after the "
+        "transfer completed, release after activation applied, cancels in cleanup for "
+        "engaged owners",
+        EVERY_REVISION,
+    ),
+    Rule(
+        Invariant.REJECTED_INPUT_CHANGES_NOTHING,
+        "an input rejected with a HandoffError leaves the coordinator exactly as it was",
+        EVERY_REVISION,
+    ),
+    Rule(
+        Invariant.INVALID_INPUT_REJECTED,
+        "a fact for another handoff is rejected; while running, an outcome for an unknown "
+        "action, one its action cannot have, a failed cleanup or one contradicting an "
+        "accepted outcome is rejected; a SourceHeld with invalid timing is never applied",
+        SEED,
+    ),
+    Rule(
+        Invariant.INVALID_INPUT_REJECTED,
+        "a fact for another handoff is rejected; while running, an outcome for an unknown "
+        "action, one its action cannot have, a failed cleanup or one contradicting an "
+        "accepted outcome is rejected; a SourceHeld with invalid timing is never applied; "
+        "a SourceHeld or DestinationReserved that would start the transfer with a delay "
+        "(the one StartTransfer carries) that is not finite and >= 0 is rejected; while a "
+        "reopened cleanup runs, an outcome for an action issued before the first Complete "
+        "is for an unknown action",
+        A976B2BF,
+    ),
+    Rule(
+        Invariant.DUPLICATE_OUTCOME_IDEMPOTENT,
+        "an exact duplicate of an accepted outcome is answered with no actions and changes nothing",
+        EVERY_REVISION,
+    ),
+    Rule(
+        Invariant.REOPENS_AFTER_SUCCESS,
+        "after Success, a Failed, TimedOut or Canceled fact reopens cleanup: its reply "
+        "issues CancelDestination (the decoding destination) and never CancelSource (the "
+        "source was released)",
+        A976B2BF,
+    ),
+    Rule(
+        Invariant.LIVENESS,
+        "from every reachable state some sequence of honest inputs (acknowledgements with an "
+        "accepted outcome, and the facts they make due) reaches Complete",
+        SEED,
+    ),
+    Rule(
+        Invariant.LIVENESS,
+        "from every reachable state some sequence of honest inputs (acknowledgements with an "
+        "accepted outcome, and the facts they make due) reaches Complete, a reopened cleanup "
+        "too; where a fact made due would start the transfer with a delay that is not finite "
+        "(so it is rejected, for good), a failure, time-out or cancel is the honest answer",
+        A976B2BF,
+    ),
+)
+"""Every invariant as each revision promises it (printed by ``handoff-fsm check``).
+
+An invariant whose meaning changes has one rule per meaning; the seed's statements
+are those of the protocol before revisions existed."""
+
+
+def invariants_of(revision: Revision) -> tuple[Invariant, ...]:
+    """The invariants ``revision`` promises, in :class:`Invariant` order."""
+    promised = {rule.invariant for rule in RULES if revision in rule.revisions}
+    return tuple(invariant for invariant in Invariant if invariant in promised)
+
+
+def statement(invariant: Invariant, revision: Revision) -> str:
+    """What ``invariant`` promises under ``revision`` (``KeyError`` if it does not apply)."""
+    for rule in RULES:
+        if rule.invariant is invariant and revision in rule.revisions:
+            return rule.statement
+    raise KeyError(f"{invariant.value} is not an invariant of {revision.value}")
+
+
+STATEMENTS_BY_REVISION: Final[dict[Revision, dict[Invariant, str]]] = {
+    revision: {invariant: statement(invariant, revision) for invariant in invariants_of(revision)}
+    for revision in Revision
+}
+"""Per revision, what each of its invariants promises, in words."""
+
+STATEMENTS: Final[dict[Invariant, str]] = STATEMENTS_BY_REVISION[Revision.SEED]
+"""What each invariant of the default revision (the seed) promises, in words."""
 
 
 # ---------------------------------------------------------------------- inputs and replies
@@ -250,6 +430,9 @@ class InputClass(StrEnum):
     """Failed, TimedOut or Canceled of this handoff."""
     FOREIGN_FACT = "foreign fact"
     INVALID_TIMING = "invalid timing"
+    UNSCHEDULABLE = "unschedulable"
+    """A progress fact that would start the transfer with a delay not finite and >= 0,
+    in a revision that validates the scheduled delay."""
     OUTCOME = "outcome"
     """An accepted outcome for an issued, unacknowledged action."""
     FAILED_OUTCOME = "failed outcome"
@@ -266,9 +449,10 @@ MUST_REJECT_WHILE_RUNNING: Final = frozenset(
         InputClass.IMPOSSIBLE_OUTCOME,
         InputClass.CONFLICTING_OUTCOME,
         InputClass.UNKNOWN_ACTION,
+        InputClass.UNSCHEDULABLE,
     }
 )
-"""Outcome classes a running coordinator must reject (after Complete they are ignored)."""
+"""Input classes a running coordinator must reject (after Complete they are ignored)."""
 
 INVALID: Final = MUST_REJECT_WHILE_RUNNING | {InputClass.FOREIGN_FACT, InputClass.INVALID_TIMING}
 """Inputs the protocol forbids: they may never issue actions or change a coordinator."""
@@ -281,12 +465,15 @@ _FAILURE_FACTS = (Failed, TimedOut, Canceled)
 class Observation:
     """Everything an observer of one coordinator remembers; hashable (part of a state key).
 
-    It stops changing once Complete was issued: later inputs must issue nothing,
-    which needs no more memory than ``complete``.
+    It stops changing once Complete was issued (later inputs must issue nothing,
+    which needs no more memory than ``complete``), except where the revision lets a
+    terminal fact after Success reopen cleanup.
     """
 
     handoff_id: UUID
     order: HandoffOrder
+    revision: Revision = Revision.SEED
+    """The revision whose promises (:data:`PROMISES`) the coordinator is held to."""
     started: bool = False
     issued: tuple[tuple[int, type], ...] = ()
     """Every issued action as ``(id, action type)``, in issue order (Complete included)."""
@@ -296,12 +483,25 @@ class Observation:
     """The source reported held (a valid SourceHeld was not rejected) before cleanup."""
     reserved: bool = False
     transferred: bool = False
+    timing: HandoffTransferTiming | None = None
+    """The timing the source reported held with (what the scheduled delay is made of),
+    remembered only where the revision validates the scheduled delay."""
+    tokens: int | None = None
+    """The transferable tokens the destination reported reserved with (likewise)."""
     cleanup: bool = False
     """A failure, time-out, cancel or failed action was reported (and not rejected)."""
     complete: bool = False
+    """The last Complete issued is not followed by a reopened cleanup's CancelDestination."""
     completion: HandoffCompletion | None = None
+    """The completion of the last Complete issued."""
+    reopened: bool = False
+    """A terminal fact after Success reopened cleanup (revisions that promise it)."""
     last_id: int = -1
     """The highest action id issued so far."""
+
+    @property
+    def promises(self) -> Promises:
+        return PROMISES[self.revision]
 
     # -- derived views (tiny tuples: loops are cheaper than indexes) -------------
 
@@ -337,6 +537,31 @@ class Observation:
             if kind in ACKNOWLEDGEMENTS and action_id not in acked:
                 yield action_id, kind
 
+    def forgotten(self, action_id: int) -> bool:
+        """While a reopened cleanup runs: ``action_id`` was issued before the first Complete.
+
+        The journal was cleared by that Complete, so its outcome is for an unknown action.
+        """
+        if not self.reopened or self.complete:
+            return False
+        first = next(i for i, kind in self.issued if kind is Complete)
+        return action_id < first
+
+    def scheduled_delay_ms(self, fact: HandoffFact) -> float | None:
+        """The delay StartTransfer would carry if ``fact`` starts the transfer now, else None.
+
+        ``fact`` starts it when it is the first SourceHeld (DestinationReserved) while
+        the destination reported reserved (the source held) and nothing was canceled.
+        ``None`` also when the timing has no usable model (the fallback, always valid).
+        """
+        if self.cleanup:
+            return None
+        if isinstance(fact, SourceHeld) and not self.held and self.tokens is not None:
+            return fact.transfer_timing.delay_ms(self.tokens)
+        if isinstance(fact, DestinationReserved) and not self.reserved and self.timing is not None:
+            return self.timing.delay_ms(fact.transferable_prompt_tokens)
+        return None
+
     # -- what an input means -----------------------------------------------------
 
     def classify(self, op: Op) -> InputClass:
@@ -351,11 +576,15 @@ class Observation:
                 return InputClass.INVALID_TIMING
             if isinstance(fact, _FAILURE_FACTS):
                 return InputClass.FAILURE_FACT
+            if self.promises.validates_scheduled_delay and not _valid_delay(
+                self.scheduled_delay_ms(fact)
+            ):
+                return InputClass.UNSCHEDULABLE
             return InputClass.PROGRESS_FACT
         outcome = op.outcome
         assert outcome is not None
         kind = self.kind_of(op.action_id)
-        if kind is None or kind not in ACKNOWLEDGEMENTS:
+        if kind is None or kind not in ACKNOWLEDGEMENTS or self.forgotten(op.action_id):
             return InputClass.UNKNOWN_ACTION
         previous = self.outcome_of(op.action_id)
         if previous is not None:
@@ -371,6 +600,20 @@ class Observation:
             return InputClass.FAILED_OUTCOME
         return InputClass.IMPOSSIBLE_OUTCOME
 
+    def is_due(self, fact: HandoffFact | None) -> bool:
+        """``fact`` is the one an acknowledgement made due and not reported yet.
+
+        SourceHeld after Submitted, DestinationReserved after Accepted,
+        TransferCompleted after Scheduled (whatever the fact carries).
+        """
+        if isinstance(fact, SourceHeld):
+            return not self.held and self.acknowledged(SubmitPrefill)
+        if isinstance(fact, DestinationReserved):
+            return not self.reserved and self.acknowledged(ReserveDestination)
+        if isinstance(fact, TransferCompleted):
+            return not self.transferred and self.acknowledged(StartTransfer)
+        return False
+
     def is_honest(self, op: Op) -> bool:
         """What a correct environment may send now: the inputs liveness may rely on.
 
@@ -383,14 +626,15 @@ class Observation:
             return not self.started
         if cls is InputClass.OUTCOME:
             return True
-        if cls is not InputClass.PROGRESS_FACT:
-            return False
-        fact = op.fact
-        if isinstance(fact, SourceHeld):
-            return not self.held and self.acknowledged(SubmitPrefill)
-        if isinstance(fact, DestinationReserved):
-            return not self.reserved and self.acknowledged(ReserveDestination)
-        return not self.transferred and self.acknowledged(StartTransfer)
+        return cls is InputClass.PROGRESS_FACT and self.is_due(op.fact)
+
+    def refuses_due(self, op: Op) -> bool:
+        """``op`` is a fact made due that must be rejected for its scheduled delay, for good.
+
+        Where the environment's only truthful report is refused, liveness lets it end the
+        handoff with a failure, time-out or cancel (the revision's liveness rule).
+        """
+        return self.classify(op) is InputClass.UNSCHEDULABLE and self.is_due(op.fact)
 
 
 def _valid_timing(fact: SourceHeld) -> bool:
@@ -399,6 +643,11 @@ def _valid_timing(fact: SourceHeld) -> bool:
     except HandoffError:
         return False
     return True
+
+
+def _valid_delay(delay_ms: float | None) -> bool:
+    """``None`` (no model: the fallback, validated at construction) or finite and >= 0."""
+    return delay_ms is None or (math.isfinite(delay_ms) and delay_ms >= 0.0)
 
 
 @dataclass(slots=True)
@@ -445,11 +694,39 @@ def observe(
             f"{op} repeats the accepted outcome but issued {_names(reply.actions)}",
         )
 
-    after = before if before.complete else _learn(before, op, cls)
+    if before.complete:
+        after = _reopened(before) if _reopens(before, cls) else before
+    else:
+        after = _learn(before, op, cls)
     for issued in reply.actions:
         after = _check_action(judge, after, issued, reply)
+    if (
+        after.reopened
+        and not before.reopened
+        and not any(type(issued.action) is CancelDestination for issued in reply.actions)
+    ):
+        judge.fail(
+            Invariant.REOPENS_AFTER_SUCCESS,
+            f"{op} after Success issued no CancelDestination: the decoding destination "
+            "is never canceled",
+        )
     _check_completion(judge, after, reply)
     return after, judge.findings
+
+
+def _reopens(obs: Observation, cls: InputClass) -> bool:
+    """A terminal fact after Success, in a revision where it reopens cleanup."""
+    return (
+        cls is InputClass.FAILURE_FACT
+        and obs.promises.reopens_after_success
+        and obs.completion is HandoffCompletion.SUCCESS
+        and not obs.reopened
+    )
+
+
+def _reopened(obs: Observation) -> Observation:
+    """Cleanup reopened after Success: still complete until its CancelDestination is issued."""
+    return replace(obs, reopened=True, cleanup=True)
 
 
 def _learn(obs: Observation, op: Op, cls: InputClass) -> Observation:
@@ -458,14 +735,21 @@ def _learn(obs: Observation, op: Op, cls: InputClass) -> Observation:
         return obs if obs.started else replace(obs, started=True)
     if cls is InputClass.FAILURE_FACT:
         return obs if obs.cleanup else replace(obs, cleanup=True)
-    if cls is InputClass.PROGRESS_FACT:
+    if cls in (InputClass.PROGRESS_FACT, InputClass.UNSCHEDULABLE):
+        # An unschedulable fact accepted anyway (already a finding) is followed as applied.
         if obs.cleanup:
             return obs
         fact = op.fact
+        remember = obs.promises.validates_scheduled_delay
         if isinstance(fact, SourceHeld):
-            return obs if obs.held else replace(obs, held=True)
+            if obs.held:
+                return obs
+            return replace(obs, held=True, timing=fact.transfer_timing if remember else None)
         if isinstance(fact, DestinationReserved):
-            return obs if obs.reserved else replace(obs, reserved=True)
+            if obs.reserved:
+                return obs
+            tokens = fact.transferable_prompt_tokens if remember else None
+            return replace(obs, reserved=True, tokens=tokens)
         assert isinstance(fact, TransferCompleted)
         return obs if obs.transferred else replace(obs, transferred=True)
     if op.outcome is None:  # a foreign fact or an invalid timing: nothing to learn
@@ -490,6 +774,12 @@ def _check_action(
     action = issued.action
     kind = type(action)
     name = f"{kind.__name__} (id {issued.id})"
+    reopening = (
+        kind is CancelDestination
+        and obs.reopened
+        and obs.complete
+        and obs.completion is HandoffCompletion.SUCCESS
+    )
     if issued.id <= obs.last_id:
         judge.fail(
             Invariant.ACTION_IDS_INCREASING,
@@ -499,7 +789,17 @@ def _check_action(
         judge.fail(
             Invariant.OWN_HANDOFF, f"issued {name} for handoff {action.handoff_id}, not its own"
         )
-    if obs.complete:
+    if obs.reopened and kind is CancelSource:
+        judge.fail(
+            Invariant.REOPENS_AFTER_SUCCESS,
+            f"issued {name} in the cleanup reopened after Success: the source was released",
+        )
+    elif reopening:
+        # The reopened cleanup's cancel: the one action allowed after the Success Complete.
+        problem = _lifecycle_problem(obs, kind)
+        if problem is not None:
+            judge.fail(Invariant.LIFECYCLE_ORDER, f"issued {name} {problem}")
+    elif obs.complete:
         # One finding: whether it would have been allowed before Complete is moot.
         judge.fail(Invariant.COMPLETE_ONCE, f"issued {name} after Complete")
     elif obs.cleanup and kind in _PROGRESS:
@@ -524,12 +824,13 @@ def _check_action(
         problem = _lifecycle_problem(obs, kind)
         if problem is not None:
             judge.fail(Invariant.LIFECYCLE_ORDER, f"issued {name} {problem}")
+    completes = kind is Complete and not obs.complete
     return replace(
         obs,
         issued=(*obs.issued, (issued.id, kind)),
         last_id=max(obs.last_id, issued.id),
-        complete=obs.complete or kind is Complete,
-        completion=reply.completion if kind is Complete and not obs.complete else obs.completion,
+        complete=(obs.complete and not reopening) or kind is Complete,
+        completion=reply.completion if completes else obs.completion,
     )
 
 
@@ -617,21 +918,23 @@ def _check_complete(
 
 def _check_completion(judge: _Judge, obs: Observation, reply: Reply) -> None:
     if reply.is_complete != obs.complete:
+        if obs.complete:
+            state = "Complete was issued"
+        elif obs.reopened:
+            state = "the reopened cleanup's CancelDestination was issued"
+        else:
+            state = "Complete was never issued"
         judge.fail(
-            Invariant.COMPLETION_CONSISTENT,
-            f"is_complete is {reply.is_complete} but Complete was "
-            f"{'issued' if obs.complete else 'never issued'}",
+            Invariant.COMPLETION_CONSISTENT, f"is_complete is {reply.is_complete} but {state}"
         )
-    elif obs.complete and reply.completion is not obs.completion:
-        judge.fail(
-            Invariant.COMPLETION_CONSISTENT,
-            f"completion is {reply.completion} after Complete ({obs.completion}) was issued",
-        )
-    elif not obs.complete and reply.completion is not None:
-        judge.fail(
-            Invariant.COMPLETION_CONSISTENT,
-            f"completion is {reply.completion} before Complete was issued",
-        )
+    elif reply.completion is not obs.completion:
+        if obs.complete:
+            when = f"after Complete ({obs.completion}) was issued"
+        elif obs.reopened:
+            when = f"while the reopened cleanup runs (it stays {obs.completion} until then)"
+        else:
+            when = "before Complete was issued"
+        judge.fail(Invariant.COMPLETION_CONSISTENT, f"completion is {reply.completion} {when}")
 
 
 def _first(pair: tuple[int, HandoffActionOutcome]) -> int:
