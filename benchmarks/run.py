@@ -304,8 +304,8 @@ def simulate_row(profile: Profile) -> Row:
 
 def explore_row(profile: Profile) -> Row:
     """No yardstick explores this state space: the ratio is CPU time over a fixed budget."""
-    _progress("exhaustive exploration, both orders")
-    label = "exhaustive exploration, both orders (`handoff-fsm check`)"
+    _progress("exhaustive exploration, both orders, both revisions")
+    label = "exhaustive exploration, both orders, both revisions (`handoff-fsm check`)"
     budget = f"budget {exploration.BUDGET_S:g} s CPU"
     try:
         seconds = exploration.measure(repeats=profile.explore_repeats)

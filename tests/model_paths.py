@@ -2,7 +2,8 @@
 
 Rule kept here: nothing here is library API. ``model_paths`` turns an exploration
 into the shortest input sequence to every reachable state and through every
-compiled step (run against both engines by ``test_explore_paths.py``);
+compiled step, for each protocol revision (run against both engines by
+``test_explore_paths.py``);
 ``audit`` judges a replayed one-coordinator trace by its replies alone.
 """
 
@@ -11,15 +12,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from uuid import UUID
 
 from handoff_fsm import (
+    Engine,
     HandoffCompletion,
     HandoffCoordinator,
     HandoffErrorCode,
     HandoffOrder,
     HandoffSnapshot,
+    Revision,
 )
 from handoff_fsm.io.wire import issued_from_wire
 from handoff_fsm.verify.coverage import chart_state_of
@@ -44,6 +48,7 @@ class ModelPath:
 
     name: str
     order: HandoffOrder
+    revision: Revision
     ops: tuple[Op, ...]
     replies: tuple[Reply, ...]
     snapshot: HandoffSnapshot
@@ -54,37 +59,53 @@ class ModelPath:
 
     def trace(self) -> tuple[str, ...]:
         """The path as ``handoff-fsm replay`` lines."""
-        return trace_lines(self.order, 0.0, self.ops)
+        return trace_lines(self.order, 0.0, self.ops, self.revision)
+
+    def coordinator(self, engine: Engine = "compiled") -> HandoffCoordinator:
+        """A fresh coordinator of the path's order and revision."""
+        return HandoffCoordinator(HANDOFF_ID, self.order, revision=self.revision, engine=engine)
 
 
-def model_paths(orders: Iterable[HandoffOrder] = tuple(HandoffOrder)) -> tuple[ModelPath, ...]:
+def model_paths(
+    orders: Iterable[HandoffOrder] = tuple(HandoffOrder),
+    revisions: Iterable[Revision] = tuple(Revision),
+) -> tuple[ModelPath, ...]:
     """Shortest paths to every reachable coordinator state and through every step taken.
 
-    One path per state an exploration of the compiled engine reaches (so every
-    reachable chart state too) and one per compiled step some input takes (so
-    every declared transition, see :func:`~handoff_fsm.verify.coverage.step_transitions`).
+    Per revision and order: one path per state an exploration of the compiled
+    engine reaches (so every reachable chart state too) and one per compiled step
+    some input takes (so every declared transition the revision fires, see
+    :func:`~handoff_fsm.verify.coverage.step_transitions`).
     """
     paths: list[ModelPath] = []
-    for order in orders:
-        graph = explore_graph(order, HandoffCoordinator, None)
-        for node in graph.nodes:
-            name = f"{order.value}:state{node.index}:{'+'.join(leaves_of_snapshot(node.snapshot))}"
-            paths.append(_model_path(name, order, node.ops(), None))
-        for key, (node, op) in sorted(graph.steps.items()):
-            name = f"{order.value}:step{key[0]}:{key[1]}"
-            paths.append(_model_path(name, order, [*node.ops(), op], key))
+    orders = tuple(orders)
+    for revision in revisions:
+        factory = partial(HandoffCoordinator, revision=revision)
+        for order in orders:
+            graph = explore_graph(order, factory, None, revision)
+            prefix = f"{revision.value}:{order.value}"
+            for node in graph.nodes:
+                name = f"{prefix}:state{node.index}:{'+'.join(leaves_of_snapshot(node.snapshot))}"
+                paths.append(_model_path(name, order, revision, node.ops(), None))
+            for key, (node, op) in sorted(graph.steps.items()):
+                name = f"{prefix}:step{key[0]}:{key[1]}"
+                paths.append(_model_path(name, order, revision, [*node.ops(), op], key))
     return tuple(paths)
 
 
 def _model_path(
-    name: str, order: HandoffOrder, ops: list[Op], step: tuple[int, str] | None
+    name: str,
+    order: HandoffOrder,
+    revision: Revision,
+    ops: list[Op],
+    step: tuple[int, str] | None,
 ) -> ModelPath:
-    coordinator = HandoffCoordinator(HANDOFF_ID, order)
+    coordinator = HandoffCoordinator(HANDOFF_ID, order, revision=revision)
     replies = tuple(reply_of(coordinator, op) for op in ops)
     snapshot = coordinator.snapshot()
     state = chart_state_of(snapshot)
     assert state is not None
-    return ModelPath(name, order, tuple(ops), replies, snapshot, state.index, step)
+    return ModelPath(name, order, revision, tuple(ops), replies, snapshot, state.index, step)
 
 
 # ---------------------------------------------------------------------- auditing a replay
@@ -110,7 +131,9 @@ def audit(trace: Iterable[str], replies: Iterable[str]) -> list[tuple[Invariant,
     pairs, empty when the replies break nothing.
     """
     lines = [json.loads(line) for line in trace]
-    obs = Observation(UUID(lines[0]["handoff_id"]), HandoffOrder(lines[0]["order"]))
+    new = lines[0]
+    revision = Revision(new.get("revision", Revision.SEED.value))
+    obs = Observation(UUID(new["handoff_id"]), HandoffOrder(new["order"]), revision)
     findings: list[tuple[Invariant, str]] = []
     for line, reply in zip(lines[1:], list(replies)[1:], strict=True):
         obs, found = observe(obs, Op.from_wire(line), reply_from_wire(json.loads(reply)))

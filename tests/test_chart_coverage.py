@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+import pytest
+
 from handoff_fsm import (
     DestinationReserved,
     HandoffActionOutcome,
     HandoffCoordinator,
     HandoffErrorCode,
     HandoffOrder,
+    Revision,
     SourceHeld,
 )
 from handoff_fsm.chart import INPUT_EVENTS, REJECTIONS
@@ -22,7 +25,9 @@ from handoff_fsm.verify.coverage import (
     chart_transitions,
     coverage_totals,
     event_of,
+    fireable_transitions,
     rejection_transition,
+    revision_specific_transitions,
     step_taken,
     step_transitions,
 )
@@ -30,6 +35,8 @@ from handoff_fsm.verify.exploration import VALID_TIMING
 from handoff_fsm.verify.invariants import Observation, Op, Reply, observe, reply_of
 
 ID = UUID(int=1)
+SEED = Revision.SEED
+A976 = Revision.A976B2BF
 
 
 def _index(source: str, event: str = "", target: str | None = None) -> int:
@@ -57,10 +64,14 @@ def test_declared_transitions_are_every_transition_but_the_implicit_initial_ones
     }
     assert {kind: len(ts) for kind, ts in kinds.items()} == {
         "eventless": 9,
-        "done": 2,
+        "done": 3,
         "rejecting": len(REJECTIONS) * 2,
     }
-    assert str(declared[_index("submitted", "source_held")]) == ("submitted --source_held--> held")
+    held = [str(t) for t in declared if t.source == "submitted" and "source_held" in t.events]
+    assert held == [
+        "submitted --source_held [not (validates_scheduled_delay and In('reserved'))]--> held",
+        "submitted --source_held [validates_scheduled_delay and In('reserved')]--> held",
+    ]
     assert str(declared[_index("held")]) == "held --(eventless) [In('activated')]--> releasing"
 
 
@@ -75,12 +86,15 @@ def test_rejection_transition_is_found_by_source_event_and_code() -> None:
     assert rejection_transition(leaves, "destination_reserved", code) is None
 
 
-def test_every_compiled_step_maps_to_the_transitions_the_framework_fires() -> None:
-    compiled = compiled_chart()
-    mapping = step_transitions()
+@pytest.mark.parametrize("revision", list(Revision))
+def test_every_compiled_step_maps_to_the_transitions_the_framework_fires(
+    revision: Revision,
+) -> None:
+    compiled = compiled_chart(revision)
+    mapping = step_transitions(revision)
     assert set(mapping) == {(step.source, step.event) for step in compiled.steps}
     assert all(mapping.values())
-    assert set().union(*mapping.values()) == {t.index for t in chart_transitions()}
+    assert set().union(*mapping.values()) == fireable_transitions(revision)
     initial = compiled.initial[HandoffOrder.SOURCE_FIRST].index
     assert mapping[(initial, "start")] == {_index("source_idle", "start")}
     # A failure in the active phase: leave it, then decide each owner's cleanup.
@@ -91,6 +105,30 @@ def test_every_compiled_step_maps_to_the_transitions_the_framework_fires() -> No
         _index("destination_pending", target="destination_untouched"),
         _index("cleaning_up", "done.state.cleaning_up"),
     }
+
+
+def test_each_revision_fires_its_own_transitions_and_together_every_one() -> None:
+    seed, a976 = fireable_transitions(SEED), fireable_transitions(A976)
+    assert seed | a976 == {t.index for t in chart_transitions()}
+    specific = revision_specific_transitions()
+    assert (
+        specific[SEED] == seed - a976 == {_index("active", "done.state.active", target="complete")}
+    )
+    assert (
+        specific[A976]
+        == a976 - seed
+        == {
+            _index("active", "done.state.active", target="decoding"),
+            _index("decoding", "failed"),
+            _index("canceling_decode", "destination_cancel_confirmed"),
+            *(t.index for t in chart_transitions() if "validate_scheduled_delay" in t.validators),
+        }
+    )
+    assert len(specific[A976]) == 5
+    # A terminal fact after Success: leave 'decoding' for 'canceling decode' (a976b2bf).
+    compiled = compiled_chart(A976)
+    decoding = next(s for s in compiled.states if s.leaves == ("decoding",))
+    assert step_transitions(A976)[(decoding.index, "timed_out")] == {_index("decoding", "failed")}
 
 
 def test_listener_on_a_live_statechart_engine_sees_the_same_transitions() -> None:
@@ -117,11 +155,21 @@ def test_listener_on_a_live_statechart_engine_sees_the_same_transitions() -> Non
     assert _index("destination_idle", target="reserving") in listener.fired  # eventless
 
 
-def test_chart_state_of_reads_handoff_snapshots_only() -> None:
-    coordinator = HandoffCoordinator(ID, HandoffOrder.DESTINATION_FIRST)
+@pytest.mark.parametrize("revision", list(Revision))
+def test_chart_state_of_reads_handoff_snapshots_in_their_revision(revision: Revision) -> None:
+    coordinator = HandoffCoordinator(ID, HandoffOrder.DESTINATION_FIRST, revision=revision)
     state = chart_state_of(coordinator.snapshot())
-    assert state is compiled_chart().initial[HandoffOrder.DESTINATION_FIRST]
+    assert state is compiled_chart(revision).initial[HandoffOrder.DESTINATION_FIRST]
+    assert state.revision is revision
     assert chart_state_of(("not", "a snapshot")) is None
+
+
+def test_step_taken_reads_the_step_table_of_the_states_revision() -> None:
+    for revision in Revision:
+        initial = compiled_chart(revision).initial[HandoffOrder.SOURCE_FIRST]
+        step = step_taken(initial, "start", Reply())
+        assert step is not None
+        assert step in compiled_chart(revision).steps
 
 
 def test_step_taken_counts_runs_and_rejections_not_validation_failures() -> None:
@@ -162,18 +210,37 @@ def test_totals_and_figures() -> None:
     both = coverage_totals()
     assert both.states == frozenset(s.index for s in compiled.states)
     assert both.steps == frozenset((s.source, s.event) for s in compiled.steps)
-    assert len(both.transitions) == len(chart_transitions())
+    assert both.transitions == fireable_transitions(SEED)
     one = coverage_totals([HandoffOrder.SOURCE_FIRST])
     assert one.states < both.states
-    assert one.transitions == both.transitions
+    # What one order cannot fire are the other order's ways of engaging an owner.
+    assert {chart_transitions()[i].guard for i in both.transitions - one.transitions} == {
+        "destination_first",
+        "destination_first and In('reserved')",
+    }
 
     initial = compiled.initial[HandoffOrder.SOURCE_FIRST].index
     partial = ChartCoverage.of_steps([initial], [(initial, "start")])
     assert partial.transitions == {_index("source_idle", "start")}
     figures = partial.figures([HandoffOrder.SOURCE_FIRST])
+    assert figures["revision"] == "seed"
     assert figures["chart_states"] == [1, len(one.states)]
     assert figures["steps"] == [1, len(one.steps)]
-    assert figures["transitions"] == [1, len(chart_transitions())]
-    assert len(figures["uncovered_transitions"]) == len(chart_transitions()) - 1
+    assert figures["transitions"] == [1, len(one.transitions)]
+    assert len(figures["uncovered_transitions"]) == len(one.transitions) - 1
     merged = partial | ChartCoverage.of_steps([], [(initial, "failed")])
     assert merged.steps == {(initial, "start"), (initial, "failed")}
+
+
+def test_coverage_belongs_to_one_revision() -> None:
+    for revision in Revision:
+        totals = coverage_totals(revision=revision)
+        assert totals.revision is revision
+        assert totals.states == frozenset(s.index for s in compiled_chart(revision).states)
+        assert totals.transitions == fireable_transitions(revision)
+    a976 = compiled_chart(A976).initial[HandoffOrder.SOURCE_FIRST].index
+    other = ChartCoverage.of_steps([a976], [(a976, "start")], A976)
+    assert other.figures([HandoffOrder.SOURCE_FIRST])["revision"] == "a976b2bf"
+    # State and step indexes of two compiled tables cannot be merged.
+    with pytest.raises(ValueError, match="cannot merge coverage of seed and a976b2bf"):
+        _ = coverage_totals() | other

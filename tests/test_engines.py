@@ -1,9 +1,15 @@
 """Two engines, one behaviour: the compiled table and the framework's interpreter agree
-on every input class in every reachable state of both orders (exhaustively, via explore)."""
+on every input class in every reachable state of both orders of every protocol revision
+(exhaustively, via explore).
+
+The lockstep explores the statechart engine's whole state space too (every input it is
+given goes to both engines, which must answer alike and end in equal snapshots), so no
+separate exploration of the statechart engine is needed."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -18,6 +24,7 @@ from handoff_fsm import (
     HandoffOrder,
     HandoffSnapshot,
     IssuedHandoffAction,
+    Revision,
 )
 from handoff_fsm.verify import explore
 
@@ -31,9 +38,13 @@ class Lockstep:
 
     calls = 0
 
-    def __init__(self, handoff_id: UUID, order: HandoffOrder) -> None:
-        self.compiled = HandoffCoordinator(handoff_id, order, engine="compiled")
-        self.interpreted = HandoffCoordinator(handoff_id, order, engine="statechart")
+    def __init__(
+        self, handoff_id: UUID, order: HandoffOrder, *, revision: Revision = Revision.SEED
+    ) -> None:
+        self.compiled = HandoffCoordinator(handoff_id, order, revision=revision, engine="compiled")
+        self.interpreted = HandoffCoordinator(
+            handoff_id, order, revision=revision, engine="statechart"
+        )
 
     def _both(self, call: Callable[[HandoffCoordinator], list[IssuedHandoffAction]]) -> Any:
         Lockstep.calls += 1
@@ -55,6 +66,10 @@ class Lockstep:
         if first[0] == "error":
             return call(self.compiled)  # re-raise the (identical) error for the explorer
         return first[1]
+
+    @property
+    def revision(self) -> Revision:
+        return self.compiled.revision
 
     @property
     def is_complete(self) -> bool:
@@ -85,15 +100,20 @@ class Lockstep:
 
 
 @pytest.mark.parametrize("order", list(HandoffOrder))
-def test_engines_agree_on_the_whole_reachable_state_space(order: HandoffOrder) -> None:
+@pytest.mark.parametrize("revision", list(Revision))
+def test_engines_agree_on_the_whole_reachable_state_space(
+    revision: Revision, order: HandoffOrder
+) -> None:
     before = Lockstep.calls
-    lockstep = explore(order, factory=Lockstep)
+    lockstep = explore(order, revision=revision, factory=partial(Lockstep, revision=revision))
     assert lockstep.ok, [str(v) for v in lockstep.violations]
-    alone = explore(order)
-    assert (lockstep.states, lockstep.transitions, lockstep.rejected) == (
+    assert lockstep.revision is revision
+    alone = explore(order, revision=revision)
+    assert (lockstep.states, lockstep.transitions, lockstep.rejected, lockstep.max_depth) == (
         alone.states,
         alone.transitions,
         alone.rejected,
+        alone.max_depth,
     )
     assert lockstep.coverage is not None
     assert lockstep.coverage.figures([order]) == alone.coverage.figures([order])  # type: ignore[union-attr]
@@ -102,9 +122,24 @@ def test_engines_agree_on_the_whole_reachable_state_space(order: HandoffOrder) -
 
 def test_the_lockstep_check_detects_a_difference() -> None:
     class Diverging(Lockstep):
-        def __init__(self, handoff_id: UUID, order: HandoffOrder) -> None:
-            super().__init__(handoff_id, order)
+        def __init__(self, handoff_id: UUID, order: HandoffOrder, **kwargs: Any) -> None:
+            super().__init__(handoff_id, order, **kwargs)
             self.interpreted = HandoffCoordinator(handoff_id, order, 0.5, engine="statechart")
 
     report = explore(HandoffOrder.SOURCE_FIRST, factory=Diverging)
     assert not report.ok
+
+
+def test_the_lockstep_check_detects_engines_of_different_revisions() -> None:
+    class HalfSeed(Lockstep):
+        def __init__(self, handoff_id: UUID, order: HandoffOrder, **kwargs: Any) -> None:
+            super().__init__(handoff_id, order, **kwargs)
+            self.interpreted = HandoffCoordinator(handoff_id, order, engine="statechart")
+
+    a976 = Revision.A976B2BF
+    report = explore(
+        HandoffOrder.SOURCE_FIRST, revision=a976, factory=partial(HalfSeed, revision=a976)
+    )
+    assert not report.ok
+    violation = report.violations[0]
+    assert "EngineMismatchError" in violation.message

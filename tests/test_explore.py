@@ -11,25 +11,32 @@ import importlib
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from functools import cache, partial
 
 import pytest
 
 from handoff_fsm import (
+    CancelDestination,
+    Complete,
+    ConfigurationError,
     DestinationReserved,
     Failed,
     HandoffActionOutcome,
     HandoffCompletion,
     HandoffCoordinator,
+    HandoffErrorCode,
     HandoffOrder,
     IssuedHandoffAction,
     ReleaseSource,
+    Revision,
     SourceHeld,
     StartTransfer,
+    TimedOut,
 )
 from handoff_fsm.cli import main
 from handoff_fsm.io import replay
-from handoff_fsm.verify.coverage import chart_transitions, coverage_totals
+from handoff_fsm.verify.coverage import chart_transitions, coverage_totals, fireable_transitions
 from handoff_fsm.verify.exploration import (
     FOREIGN_ID,
     HANDOFF_ID,
@@ -39,18 +46,31 @@ from handoff_fsm.verify.exploration import (
     VALID_TIMING,
     ExplorationReport,
     explore,
+    explore_graph,
     inputs_for,
+    trace_lines,
 )
-from handoff_fsm.verify.invariants import InputClass, Invariant, Observation, Op, observe, reply_of
-from tests.model_paths import audit, model_paths, reply_from_wire
+from handoff_fsm.verify.invariants import (
+    InputClass,
+    Invariant,
+    Observation,
+    Op,
+    invariants_of,
+    observe,
+    reply_of,
+)
+from tests.model_paths import ModelPath, audit, model_paths, reply_from_wire
 
 SF = HandoffOrder.SOURCE_FIRST
 DF = HandoffOrder.DESTINATION_FIRST
+SEED = Revision.SEED
+A976 = Revision.A976B2BF
+EVERY = [(revision, order) for revision in Revision for order in HandoffOrder]
 
 
 @cache
-def report(order: HandoffOrder) -> ExplorationReport:
-    return explore(order)
+def report(order: HandoffOrder, revision: Revision = SEED) -> ExplorationReport:
+    return explore(order, revision=revision)
 
 
 class _StartsTwice(HandoffCoordinator):
@@ -61,72 +81,107 @@ class _StartsTwice(HandoffCoordinator):
         return actions + actions
 
 
-@pytest.mark.parametrize("order", list(HandoffOrder))
-def test_the_coordinator_keeps_every_invariant(order: HandoffOrder) -> None:
-    result = report(order)
+@pytest.mark.parametrize(("revision", "order"), EVERY)
+def test_the_coordinator_keeps_every_invariant_of_its_revision(
+    revision: Revision, order: HandoffOrder
+) -> None:
+    result = report(order, revision)
     assert result.ok
     assert result.exhausted
     assert result.violations == ()
-    assert [v.invariant for v in result.verdicts] == list(Invariant)
+    assert [v.invariant for v in result.verdicts] == list(invariants_of(revision))
     assert all(v.holds for v in result.verdicts)
     checked = {v.invariant: v.checked for v in result.verdicts}
     assert checked[Invariant.LIVENESS] == result.states
     assert 0 < checked[Invariant.DETERMINISTIC] < result.transitions
-    others = set(Invariant) - {Invariant.LIVENESS, Invariant.DETERMINISTIC}
+    others = set(checked) - {Invariant.LIVENESS, Invariant.DETERMINISTIC}
     assert {checked[i] for i in others} == {result.transitions}
     assert 0 < result.rejected < result.transitions
-    # The success path alone takes nine inputs.
-    assert result.max_depth >= 9
+    # The success path alone takes nine inputs (a976b2bf: and two more to reopen and end it).
+    assert result.max_depth >= (9 if revision is SEED else 11)
     assert result.order is order
+    assert result.revision is revision
+    assert result.to_json()["revision"] == revision.value
 
 
-@pytest.mark.parametrize("order", list(HandoffOrder))
-def test_exploration_reaches_every_chart_state_and_every_transition_of_its_order(
-    order: HandoffOrder,
+def test_a976b2bf_is_held_to_the_reopen_the_seed_never_does() -> None:
+    assert Invariant.REOPENS_AFTER_SUCCESS not in {v.invariant for v in report(SF).verdicts}
+    verdicts = {v.invariant: v for v in report(SF, A976).verdicts}
+    assert verdicts[Invariant.REOPENS_AFTER_SUCCESS].holds
+
+
+@pytest.mark.parametrize(("revision", "order"), EVERY)
+def test_exploration_covers_every_fireable_transition_of_its_revision_and_order(
+    revision: Revision, order: HandoffOrder
 ) -> None:
-    coverage = report(order).coverage
+    coverage = report(order, revision).coverage
     assert coverage is not None
-    totals = coverage_totals([order])
+    assert coverage.revision is revision
+    totals = coverage_totals([order], revision)
     assert coverage.states == totals.states
     assert coverage.steps < totals.steps
-    # What one order leaves out are the other order's ways of engaging an owner.
+    assert coverage.transitions == totals.transitions
+    # What one order cannot fire are the other order's ways of engaging an owner ...
     other = "destination_first" if order is SF else "source_first"
-    missed = [chart_transitions()[i] for i in sorted(totals.transitions - coverage.transitions)]
-    assert len(missed) == 2
-    assert all(t.guard.startswith(other) for t in missed)
+    missed = fireable_transitions(revision) - totals.transitions
+    engaging = {i for i in missed if chart_transitions()[i].guard.startswith(other)}
+    assert len(engaging) == 2
+    # ... and, where the scheduled delay is checked, the other order's second fact: in
+    # one order the same fact always completes the pair that starts the transfer.
+    second = [chart_transitions()[i] for i in sorted(missed - engaging)]
+    if revision is SEED:
+        assert second == []
+    else:
+        assert {t.events for t in second} == {("source_held",), ("destination_reserved",)}
+        assert all("validates_scheduled_delay" in t.guard for t in second)
 
 
-def test_both_orders_together_cover_every_declared_transition() -> None:
-    coverage = report(SF).coverage
-    other = report(DF).coverage
-    assert coverage is not None
-    assert other is not None
-    both = coverage | other
-    assert both.transitions == {t.index for t in chart_transitions()}
-    assert both.states == coverage_totals().states
+def test_both_orders_of_both_revisions_together_cover_every_declared_transition() -> None:
+    union: set[int] = set()
+    for revision in Revision:
+        coverage = report(SF, revision).coverage
+        other = report(DF, revision).coverage
+        assert coverage is not None
+        assert other is not None
+        both = coverage | other
+        assert both.transitions == fireable_transitions(revision)
+        assert both.states == coverage_totals(revision=revision).states
+        union |= both.transitions
+    assert union == {t.index for t in chart_transitions()}
+    assert fireable_transitions(SEED) != fireable_transitions(A976)
 
 
 def test_a_second_exploration_gives_the_same_report() -> None:
     # How long it takes is `make bench-check`'s business (benchmarks/run.py), not a test's.
-    for order in HandoffOrder:
-        again = explore(order).to_json()
-        first = report(order).to_json()
+    for revision, order in ((SEED, SF), (A976, DF)):
+        again = explore(order, revision=revision).to_json()
+        first = report(order, revision).to_json()
         assert again["ok"]
         assert again.pop("seconds") >= 0.0 and first.pop("seconds") >= 0.0
         assert again == first
 
 
-def test_the_statechart_engine_explores_the_same_state_space() -> None:
-    slow = explore(DF, factory=partial(HandoffCoordinator, engine="statechart"))
-    fast = report(DF)
-    assert slow.ok
-    assert (slow.states, slow.transitions, slow.rejected, slow.max_depth) == (
-        fast.states,
-        fast.transitions,
-        fast.rejected,
-        fast.max_depth,
-    )
-    assert slow.coverage == fast.coverage
+def test_explore_refuses_a_coordinator_of_another_revision() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        explore(SF, revision=A976, factory=HandoffCoordinator)
+    assert raised.value.code is HandoffErrorCode.INVALID_REVISION
+    assert "following revision seed, but a976b2bf" in str(raised.value)
+    with pytest.raises(ConfigurationError) as unknown:
+        explore(SF, revision="b")
+    assert unknown.value.code is HandoffErrorCode.INVALID_REVISION
+
+
+def test_a976b2bf_liveness_lets_a_refused_fact_end_by_failure() -> None:
+    # Source held with a timing whose scheduled delay for the reservation is infinite:
+    # a976b2bf refuses the only DestinationReserved the destination can truthfully send.
+    graph = explore_graph(SF, partial(HandoffCoordinator, revision=A976), None, A976)
+    refused = [node for node in graph.nodes if node.refused]
+    assert refused
+    assert all(node.obs.timing == UNSCHEDULABLE_TIMING for node in refused)
+    assert all(not node.honest and node.failures for node in refused)
+    # No honest input leaves those states: without the failure facts liveness would fail.
+    verdicts = {v.invariant: v for v in report(SF, A976).verdicts}
+    assert verdicts[Invariant.LIVENESS].holds
 
 
 def test_inputs_in_the_initial_state() -> None:
@@ -151,7 +206,7 @@ def test_inputs_in_the_initial_state() -> None:
 
 def test_the_alphabet_schedules_an_infinite_delay_from_a_valid_timing() -> None:
     # A finite full-prompt delay passes validation; the delay scheduled for the
-    # destination's transferable tokens overflows (DESIGN.md §9, change 2).
+    # destination's transferable tokens overflows (README, "Protocol revisions").
     reserved = [
         op.fact
         for op in inputs_for(Observation(HANDOFF_ID, SF))
@@ -219,12 +274,25 @@ def test_a_counterexample_is_a_replayable_trace() -> None:
     }
 
 
-def test_audit_judges_replayed_replies() -> None:
-    path = max(model_paths([DF]), key=lambda p: len(p.ops))
+def _completes(path: ModelPath) -> int:
+    return sum(type(a.action) is Complete for reply in path.replies for a in reply.actions)
+
+
+@pytest.mark.parametrize("revision", list(Revision))
+def test_replay_of_the_longest_model_path_breaks_nothing(revision: Revision) -> None:
+    # The longest of those completing most often: a976b2bf's reopens after Success.
+    path = max(model_paths([DF], [revision]), key=lambda p: (_completes(p), len(p.ops)))
+    assert _completes(path) == (1 if revision is SEED else 2)
     trace = path.trace()
     replies = list(replay(trace))
     assert audit(trace, replies) == []
     assert [reply_from_wire(json.loads(r)) for r in replies[1:]] == list(path.replies)
+
+
+def test_audit_judges_replayed_replies() -> None:
+    path = max(model_paths([DF], [SEED]), key=lambda p: len(p.ops))
+    trace = path.trace()
+    replies = list(replay(trace))
     # A last reply that re-issues the first action under its old id breaks the rules.
     failed = json.dumps(Op("fact", fact=Failed(handoff_id=HANDOFF_ID)).to_wire(TRACE_KEY))
     found = audit([*trace[:-1], failed], [*replies[:-1], replies[1]])
@@ -245,34 +313,136 @@ def test_reply_from_wire_reads_errors_and_completion() -> None:
     assert reply.completion is HandoffCompletion.CANCELED
 
 
+def test_inputs_in_a_reopened_cleanup() -> None:
+    # a976b2bf: Success, then a time-out cancels the decoding destination.
+    coordinator = HandoffCoordinator(HANDOFF_ID, SF, revision=A976)
+    obs = Observation(HANDOFF_ID, SF, A976)
+    while not obs.complete:
+        op = next(op for op in inputs_for(obs) if obs.is_honest(op))
+        obs, findings = observe(obs, op, reply_of(coordinator, op))
+        assert findings == []
+    acknowledged = len(obs.outcomes)
+    late = Counter(obs.classify(op) for op in inputs_for(obs))
+    assert late[InputClass.DUPLICATE_OUTCOME] == acknowledged
+    timed_out = Op("fact", fact=TimedOut(handoff_id=HANDOFF_ID))
+    obs, findings = observe(obs, timed_out, reply_of(coordinator, timed_out))
+    assert findings == []
+    assert obs.reopened and not obs.complete
+    (cancel,) = obs.outstanding()
+    assert cancel[1] is CancelDestination
+    # Every outcome for an action issued before the first Complete is for an unknown one.
+    classes = Counter(obs.classify(op) for op in inputs_for(obs))
+    assert InputClass.DUPLICATE_OUTCOME not in classes
+    assert InputClass.CONFLICTING_OUTCOME not in classes
+    assert classes[InputClass.UNKNOWN_ACTION] == 2 * acknowledged + 1
+    assert classes[InputClass.OUTCOME] == 2  # Applied and Noop for the cancel
+
+
+def test_an_a976b2bf_counterexample_names_its_revision() -> None:
+    result = explore(SF, revision=A976, factory=partial(_StartsTwice, revision=A976))
+    violation = result.violation(Invariant.ACTION_IDS_INCREASING)
+    assert violation is not None
+    new = json.loads(violation.trace[0])
+    assert new["revision"] == "a976b2bf"
+    assert result.to_json()["revision"] == "a976b2bf"
+    # The seed's traces keep the new line they always had (replay's default revision).
+    seed = explore(SF, factory=_StartsTwice).violation(Invariant.ACTION_IDS_INCREASING)
+    assert seed is not None
+    assert "revision" not in json.loads(seed.trace[0])
+    assert trace_lines(SF, 0.0, [], A976) == (violation.trace[0],)
+    # Replay builds the coordinator of the revision the trace names.
+    (new_reply, *_) = [json.loads(reply) for reply in replay(violation.trace)]
+    assert "error" not in new_reply
+
+
+@pytest.fixture
+def explored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``handoff-fsm check`` prints the explorations the tests above already ran.
+
+    The factory the command would explore is still checked: a coordinator of the
+    asked revision, on the asked engine.
+    """
+
+    def cached(
+        order: HandoffOrder, *, revision: Revision, factory: Callable[..., HandoffCoordinator]
+    ) -> ExplorationReport:
+        built = factory(HANDOFF_ID, order)
+        assert built.revision is revision
+        assert built.engine == "compiled"
+        return report(HandoffOrder(order), revision)
+
+    monkeypatch.setattr(importlib.import_module("handoff_fsm.cli.check"), "explore", cached)
+
+
+@pytest.mark.usefixtures("explored")
 def test_cli_check_prints_the_figures(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--order", "SourceFirst"]) == 0
     out = capsys.readouterr().out
-    result = report(SF)
-    assert (
-        f"SourceFirst: {result.states} reachable states, {result.transitions} transitions "
-        f"explored, {result.rejected} inputs rejected, {len(Invariant)} invariants checked"
-    ) in out
+    for revision in Revision:
+        result = report(SF, revision)
+        assert (
+            f"{revision.value} SourceFirst: {result.states} reachable states, "
+            f"{result.transitions} transitions explored, {result.rejected} inputs rejected, "
+            f"{len(invariants_of(revision))} invariants checked"
+        ) in out
+        totals = coverage_totals([SF], revision)
+        assert (
+            f"{revision.value} SourceFirst: {len(totals.states)}/{len(totals.states)} chart states"
+        ) in out
     for invariant in Invariant:
         assert f"{invariant.value} " in out
     assert "VIOLATED" not in out
+    # SourceFirst alone cannot engage an owner the DestinationFirst way (nor, in a976b2bf,
+    # check the scheduled delay on SourceHeld).
+    union: set[int] = set()
+    for revision in Revision:
+        coverage = report(SF, revision).coverage
+        assert coverage is not None
+        union |= coverage.transitions
+    assert len(union) == len(chart_transitions()) - 3
+    assert f"seed + a976b2bf: {len(union)}/{len(chart_transitions())} declared" in out
+    assert "  a976b2bf only: decoding --failed | timed_out | canceled--> canceling_decode" in out
+    assert "  seed only: active --done.state.active [!reopens_after_success]--> complete" in out
     assert out.rstrip().endswith("OK: every invariant holds")
 
 
-def test_cli_check_json_for_both_orders(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.usefixtures("explored")
+def test_cli_check_one_revision(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--revision", "a976b2bf", "--order", "DestinationFirst"]) == 0
+    out = capsys.readouterr().out
+    assert "a976b2bf DestinationFirst: " in out
+    assert "seed DestinationFirst: " not in out
+    assert "reopens_after_success " in out
+    assert "seed + a976b2bf" not in out
+
+
+@pytest.mark.usefixtures("explored")
+def test_cli_check_json_for_both_revisions_and_orders(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["ok"] is True
-    assert [o["order"] for o in result["orders"]] == ["SourceFirst", "DestinationFirst"]
+    assert result["revisions"] == ["seed", "a976b2bf"]
+    assert [(o["revision"], o["order"]) for o in result["orders"]] == [
+        (revision.value, order.value) for revision, order in EVERY
+    ]
     for entry in result["orders"]:
-        expected = report(HandoffOrder(entry["order"]))
+        revision = Revision(entry["revision"])
+        expected = report(HandoffOrder(entry["order"]), revision)
         assert entry["states"] == expected.states
         assert entry["transitions"] == expected.transitions
         assert entry["violations"] == []
-        assert set(entry["invariants"]) == {i.value for i in Invariant}
+        assert list(entry["invariants"]) == [i.value for i in invariants_of(revision)]
+    for revision in Revision:
+        figures = result["coverage"][revision.value]
+        fireable = len(fireable_transitions(revision))
+        assert figures["transitions"] == [fireable, fireable]
+        assert figures["uncovered_transitions"] == []
     total = len(chart_transitions())
-    assert result["coverage"]["transitions"] == [total, total]
-    assert result["coverage"]["uncovered_transitions"] == []
+    declared = result["declared_transitions"]
+    assert declared["covered"] == [total, total]
+    assert declared["uncovered"] == []
+    assert len(declared["revision_specific"]["seed"]) == 1
+    assert len(declared["revision_specific"]["a976b2bf"]) == 5
 
 
 def test_cli_check_fails_with_a_counterexample(
@@ -286,10 +456,13 @@ def test_cli_check_fails_with_a_counterexample(
     assert "action_ids_increasing" in out
     assert "VIOLATED" in out
     assert '{"coordinator": "explored", "op": "start"}' in out
+    assert '"revision": "a976b2bf"}' in out
+    assert "rule (a976b2bf): action ids are unique and strictly increasing" in out
     assert out.rstrip().endswith("FAILED: see the counterexamples above")
 
-    assert main(["check", "--order", "DestinationFirst", "--json"]) == 1
+    assert main(["check", "--order", "DestinationFirst", "--revision", "seed", "--json"]) == 1
     result = json.loads(capsys.readouterr().out)
     assert result["ok"] is False
     (entry,) = result["orders"]
+    assert entry["revision"] == "seed"
     assert entry["violations"][0]["trace"][1] == {"coordinator": "explored", "op": "start"}

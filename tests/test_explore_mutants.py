@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any
 from uuid import UUID
 
@@ -21,10 +21,12 @@ import pytest
 
 from handoff_fsm import (
     CancelDestination,
+    Canceled,
     CancelSource,
     Complete,
     DestinationReserved,
     Engine,
+    Failed,
     HandoffActionOutcome,
     HandoffCompletion,
     HandoffCoordinator,
@@ -36,6 +38,8 @@ from handoff_fsm import (
     IssuedHandoffAction,
     ReleaseSource,
     ReserveDestination,
+    Revision,
+    SourceHeld,
     StartTransfer,
     TimedOut,
 )
@@ -51,7 +55,15 @@ from handoff_fsm.verify.exploration import (
     explore,
     inputs_for,
 )
-from handoff_fsm.verify.invariants import Invariant, Observation, Op, Reply, observe, reply_of
+from handoff_fsm.verify.invariants import (
+    Invariant,
+    Observation,
+    Op,
+    Reply,
+    invariants_of,
+    observe,
+    reply_of,
+)
 from tests.model_paths import audit, reply_from_wire
 
 # The module, not the ``replay`` function the package exports under the same name. Trace
@@ -59,6 +71,8 @@ from tests.model_paths import audit, reply_from_wire
 
 SF = HandoffOrder.SOURCE_FIRST
 DF = HandoffOrder.DESTINATION_FIRST
+SEED = Revision.SEED
+A976 = Revision.A976B2BF
 APPLIED = HandoffActionOutcome.APPLIED
 
 # ---------------------------------------------------------------------- mutants
@@ -76,15 +90,20 @@ class Bent:
         order: HandoffOrder,
         fallback_transfer_delay_ms: float = 0.0,
         *,
+        revision: Revision = SEED,
         engine: Engine = "compiled",
     ) -> None:
         self.inner = HandoffCoordinator(
-            handoff_id, order, fallback_transfer_delay_ms, engine=engine
+            handoff_id, order, fallback_transfer_delay_ms, revision=revision, engine=engine
         )
 
     @property
     def handoff_id(self) -> UUID:
         return self.inner.handoff_id
+
+    @property
+    def revision(self) -> Revision:
+        return self.inner.revision
 
     @property
     def fallback_transfer_delay_ms(self) -> float:
@@ -93,6 +112,10 @@ class Bent:
     @property
     def is_complete(self) -> bool:
         return self.inner.is_complete
+
+    @property
+    def is_final(self) -> bool:
+        return self.inner.is_final
 
     @property
     def completion(self) -> HandoffCompletion | None:
@@ -338,6 +361,90 @@ class SharesStartsAcrossInstances(Bent):
         return self.inner.start()
 
 
+# ---------------------------------------------------------------------- a976b2bf mutants
+
+_TERMINAL = (Failed, TimedOut, Canceled)
+
+
+def _succeeded(coordinator: HandoffCoordinator) -> bool:
+    return coordinator.completion is HandoffCompletion.SUCCESS and coordinator.is_complete
+
+
+def _terminal(coordinator: HandoffCoordinator, fact: HandoffFact) -> bool:
+    """A Failed, TimedOut or Canceled fact of the coordinator's own handoff."""
+    return isinstance(fact, _TERMINAL) and fact.handoff_id == coordinator.handoff_id
+
+
+class NeverReopens(Bent):
+    """a976b2bf: ignores a terminal fact after Success, as the seed does (the decode keeps
+    the request's KV cache and batch slot)."""
+
+    def on_fact(self, fact: HandoffFact) -> list[IssuedHandoffAction]:
+        if _succeeded(self.inner) and _terminal(self.inner, fact):
+            return []
+        return self.inner.on_fact(fact)
+
+
+class CancelsSourceOnReopen(HandoffCoordinator):
+    """a976b2bf: the reopened cleanup cancels the (released) source as well."""
+
+    def on_fact(self, fact: HandoffFact) -> list[IssuedHandoffAction]:
+        reopening = _succeeded(self)
+        actions = super().on_fact(fact)
+        if reopening and actions:
+            actions.append(self._run.journal.issue(CancelSource.issued_for(self.handoff_id)))
+        return actions
+
+
+class CompletesReopenAtOnce(Bent):
+    """a976b2bf: completes the reopened cleanup without waiting for its cancel's outcome."""
+
+    def on_fact(self, fact: HandoffFact) -> list[IssuedHandoffAction]:
+        reopening = _succeeded(self.inner)
+        actions = self.inner.on_fact(fact)
+        if reopening:
+            for issued in list(actions):
+                if type(issued.action) is CancelDestination:
+                    actions += self.inner.on_action_outcome(issued.id, APPLIED)
+        return actions
+
+
+class _UncheckedRun(HandoffRun):
+    __slots__ = ()
+
+    def validate_scheduled_delay(self, fact: SourceHeld | DestinationReserved) -> None:
+        return None  # the bug: the delay StartTransfer will carry is not checked
+
+
+class SchedulesAnyDelay(HandoffCoordinator):
+    """a976b2bf: does not validate the scheduled delay (starts a transfer that never ends)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._run.__class__ = _UncheckedRun
+
+
+class ReopensUnderSeed(Bent):
+    """Seed: cancels the decoding destination on a terminal fact after Success (a976b2bf's
+    reopen, which the seed does not have)."""
+
+    def on_fact(self, fact: HandoffFact) -> list[IssuedHandoffAction]:
+        if _succeeded(self.inner) and _terminal(self.inner, fact):
+            return [self.inner._run.journal.issue(CancelDestination.issued_for(fact.handoff_id))]
+        return self.inner.on_fact(fact)
+
+
+class A976b2bfPassedOffAsSeed(HandoffCoordinator):
+    """Says it follows the seed but runs a976b2bf (reopens, refuses unschedulable delays)."""
+
+    def __init__(self, *args: Any, revision: Revision = SEED, **kwargs: Any) -> None:
+        super().__init__(*args, revision=A976, **kwargs)
+
+    @property
+    def revision(self) -> Revision:
+        return SEED
+
+
 # ---------------------------------------------------------------------- expectations
 
 
@@ -350,10 +457,12 @@ class Case:
     """Length of the shortest counterexample, worked out by hand."""
     also: frozenset[Invariant] = frozenset()
     """Other invariants the same bug breaks on other paths (each explained below)."""
+    revision: Revision = SEED
+    """The revision explored (the mutant is built for it, judged by its invariants)."""
 
     @property
     def id(self) -> str:
-        return f"{self.mutant.__name__}-{self.order.value}"
+        return f"{self.mutant.__name__}-{self.order.value}-{self.revision.value}"
 
 
 _ACCEPTS_UNSEEN_ID = Invariant.INVALID_INPUT_REJECTED
@@ -421,6 +530,23 @@ CASES = [
     Case(RejectsDuplicates, SF, Invariant.DUPLICATE_OUTCOME_IDEMPOTENT, 3),
     Case(CrashesOnUnknownAction, DF, Invariant.INPUTS_HANDLED, 1),
     Case(SharesStartsAcrossInstances, SF, Invariant.DETERMINISTIC, 1),
+    # The a976b2bf transitions: the nine inputs of a success, then a terminal fact.
+    Case(NeverReopens, SF, Invariant.REOPENS_AFTER_SUCCESS, 10, revision=A976),
+    Case(CancelsSourceOnReopen, SF, Invariant.REOPENS_AFTER_SUCCESS, 10, revision=A976),
+    Case(CompletesReopenAtOnce, DF, Invariant.OWNERS_SETTLED_BEFORE_COMPLETE, 10, revision=A976),
+    # Start, Submitted, SourceHeld (unschedulable timing), Accepted, DestinationReserved.
+    Case(SchedulesAnyDelay, SF, Invariant.INVALID_INPUT_REJECTED, 5, revision=A976),
+    Case(SchedulesAnyDelay, DF, Invariant.INVALID_INPUT_REJECTED, 5, revision=A976),
+    Case(ReopensUnderSeed, SF, Invariant.COMPLETE_ONCE, 10),
+    # The seed's honest reservation is refused (held with the unschedulable timing) and
+    # the seed lets no failure stand in for it; on the success path it reopens.
+    Case(
+        A976b2bfPassedOffAsSeed,
+        SF,
+        Invariant.LIVENESS,
+        3,
+        also=frozenset({Invariant.COMPLETE_ONCE, Invariant.COMPLETION_CONSISTENT}),
+    ),
 ]
 
 
@@ -432,14 +558,15 @@ def _fresh_shared_state() -> Iterator[None]:
 
 
 @cache
-def _report(mutant: type, order: HandoffOrder) -> ExplorationReport:
-    report = explore(order, factory=mutant, max_states=5_000)
+def _report(mutant: type, order: HandoffOrder, revision: Revision = SEED) -> ExplorationReport:
+    factory = partial(mutant, revision=revision)
+    report = explore(order, revision=revision, factory=factory, max_states=5_000)
     SharesStartsAcrossInstances.started.clear()
     return report
 
 
 def _violation(case: Case) -> Violation:
-    report = _report(case.mutant, case.order)
+    report = _report(case.mutant, case.order, case.revision)
     violation = report.violation(case.invariant)
     assert violation is not None, [str(v) for v in report.violations]
     return violation
@@ -451,7 +578,7 @@ def test_every_invariant_has_a_mutant_that_breaks_it() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_explore_reports_the_mutant_with_a_shortest_counterexample(case: Case) -> None:
-    report = _report(case.mutant, case.order)
+    report = _report(case.mutant, case.order, case.revision)
 
     assert not report.ok
     assert report.exhausted
@@ -467,20 +594,33 @@ def test_explore_reports_the_mutant_with_a_shortest_counterexample(case: Case) -
         "handoff_id": str(HANDOFF_ID),
         "order": case.order.value,
         "fallback_transfer_delay_ms": 0.0,
+        **({} if case.revision is SEED else {"revision": case.revision.value}),
     }
     assert all(line["coordinator"] == TRACE_KEY for line in lines)
     verdicts = {v.invariant: v for v in report.verdicts}
+    assert set(verdicts) == set(invariants_of(case.revision))
     assert not verdicts[case.invariant].holds
-    assert all(verdicts[i].holds for i in set(Invariant) - {case.invariant} - case.also)
+    assert all(verdicts[i].holds for i in set(verdicts) - {case.invariant} - case.also)
 
 
 # ---------------------------------------------------------------------- replaying counterexamples
 
 
 def _replay(mutant: type, trace: tuple[str, ...]) -> list[str]:
-    """``handoff_fsm.io.replay.replay`` with ``mutant`` built for ``new`` lines."""
+    """``handoff_fsm.io.replay.replay`` with ``mutant`` built for ``new`` lines.
+
+    Replay passes the ``new`` line's revision on to the factory (``revision=``).
+    """
     return list(replay(trace, factory=mutant))
 
+
+_AFTER_COMPLETE = (CompletesAgainOnStart, ReopensUnderSeed)
+"""Mutants whose counterexample gives its last input after the handoff became final.
+
+Replay answers for a final coordinator itself (a tombstone), so it cannot show what
+these do then: they are driven directly below (as is TransfersForAnotherHandoff,
+because replay writes the coordinator's handoff id into every action). Under a976b2bf
+a successful handoff is not final (a terminal fact reopens it): replay shows those."""
 
 _SEEN_IN_REPLIES = [
     case
@@ -492,10 +632,26 @@ _SEEN_IN_REPLIES = [
         Invariant.DETERMINISTIC,
         Invariant.INPUTS_HANDLED,
     }
-    # Replay answers for a completed coordinator itself (a tombstone) and writes the
-    # coordinator's handoff id into every action: these two are driven directly below.
-    and case.mutant not in (CompletesAgainOnStart, TransfersForAnotherHandoff)
+    and case.mutant not in (*_AFTER_COMPLETE, TransfersForAnotherHandoff)
 ]
+
+
+def _final_before_last_input(case: Case) -> bool:
+    """The correct coordinator of the case's revision was final before the trace's last input."""
+    trace = _violation(case).trace
+    new = json.loads(trace[0])
+    revision = Revision(new.get("revision", SEED.value))
+    coordinator = HandoffCoordinator(UUID(new["handoff_id"]), new["order"], revision=revision)
+    for line in trace[1:-1]:
+        reply_of(coordinator, Op.from_wire(json.loads(line)))
+    return coordinator.is_final
+
+
+def test_the_mutants_driven_directly_are_those_replay_answers_with_a_tombstone() -> None:
+    for case in CASES:
+        if case.invariant in {Invariant.LIVENESS, Invariant.DETERMINISTIC}:
+            continue  # their traces end in a state, not with the offending input
+        assert _final_before_last_input(case) is (case.mutant in _AFTER_COMPLETE), case.id
 
 
 @pytest.mark.parametrize("case", _SEEN_IN_REPLIES, ids=lambda case: case.id)
@@ -515,8 +671,9 @@ def test_counterexample_replays_to_the_violation(
 def _drive(mutant: type, trace: tuple[str, ...]) -> list[Invariant]:
     """Give a trace's inputs straight to one coordinator and judge every reply."""
     new = json.loads(trace[0])
-    coordinator = mutant(UUID(new["handoff_id"]), HandoffOrder(new["order"]))
-    obs = Observation(UUID(new["handoff_id"]), HandoffOrder(new["order"]))
+    revision = Revision(new.get("revision", SEED.value))
+    coordinator = mutant(UUID(new["handoff_id"]), HandoffOrder(new["order"]), revision=revision)
+    obs = Observation(UUID(new["handoff_id"]), HandoffOrder(new["order"]), revision)
     found: list[Invariant] = []
     for line in trace[1:]:
         op = Op.from_wire(json.loads(line))
@@ -527,7 +684,7 @@ def _drive(mutant: type, trace: tuple[str, ...]) -> list[Invariant]:
 
 @pytest.mark.parametrize(
     "case",
-    [case for case in CASES if case.mutant in (CompletesAgainOnStart, TransfersForAnotherHandoff)],
+    [case for case in CASES if case.mutant in (*_AFTER_COMPLETE, TransfersForAnotherHandoff)],
     ids=lambda case: case.id,
 )
 def test_counterexample_driven_directly_shows_the_violation(case: Case) -> None:
@@ -540,11 +697,12 @@ def test_counterexample_driven_directly_shows_the_violation(case: Case) -> None:
 class _Session:
     """A TraceReplayer fed line by line, an observer judging each reply."""
 
-    def __init__(self, trace: tuple[str, ...], factory: type) -> None:
-        self.replayer = TraceReplayer(factory=factory)
+    def __init__(self, trace: tuple[str, ...], mutant: type) -> None:
+        self.replayer = TraceReplayer(factory=mutant)
         self.lines = 0
         new = json.loads(trace[0])
-        self.obs = Observation(UUID(new["handoff_id"]), HandoffOrder(new["order"]))
+        revision = Revision(new.get("revision", SEED.value))
+        self.obs = Observation(UUID(new["handoff_id"]), HandoffOrder(new["order"]), revision)
         self.findings: list[Invariant] = []
         self._feed(trace[0])
         self.replies = [self.give(Op.from_wire(json.loads(line))) for line in trace[1:]]
@@ -607,6 +765,18 @@ def test_wedged_cleanup_replays_to_a_state_honest_inputs_cannot_complete() -> No
     correct = _session(HandoffCoordinator, violation.trace)
     correct.drive_honestly()
     assert correct.obs.completion is HandoffCompletion.CANCELED
+
+
+def test_a976b2bf_passed_off_as_seed_wedges_where_the_seed_completes() -> None:
+    violation = _violation(Case(A976b2bfPassedOffAsSeed, SF, Invariant.LIVENESS, 3, revision=SEED))
+    assert violation.state == ("held", "reserving", "transfer_idle")
+    broken = _session(A976b2bfPassedOffAsSeed, violation.trace)
+    broken.drive_honestly()
+    assert not broken.obs.complete  # its only DestinationReserved is refused, for good
+    correct = _session(HandoffCoordinator, violation.trace)
+    correct.drive_honestly()
+    assert correct.obs.completion is HandoffCompletion.SUCCESS
+    assert broken.findings == correct.findings == []
 
 
 def test_crash_replays_to_the_same_exception() -> None:

@@ -3,20 +3,22 @@
 From an exhaustive exploration of the compiled engine (``model_paths``): one
 case per reachable coordinator state (its shortest input sequence) and one per
 compiled step some input takes (the shortest sequence ending with it), for
-both orders. Each case runs on both engines and must give the model's replies
-step by step, end in the model's state, break no invariant, and take the step it
-was generated for. On the statechart engine a python-statemachine listener
-records which declared chart transitions actually fire; together the cases
-must fire every one of them.
+both orders of both protocol revisions. Each case runs on both engines and must
+give the model's replies step by step, end in the model's state, break no
+invariant of its revision, and take the step it was generated for. On the
+statechart engine a python-statemachine listener records which declared chart
+transitions actually fire; each revision's cases must fire every transition that
+revision can fire, and together every declared one.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import pytest
 
-from handoff_fsm import Engine, HandoffCoordinator, HandoffOrder
+from handoff_fsm import Engine, HandoffCoordinator, HandoffOrder, Revision
 from handoff_fsm.engines.compiled import compiled_chart
 from handoff_fsm.verify.coverage import (
     ChartCoverage,
@@ -25,16 +27,18 @@ from handoff_fsm.verify.coverage import (
     chart_transitions,
     coverage_totals,
     event_of,
+    fireable_transitions,
     rejection_transition,
     step_taken,
     step_transitions,
 )
-from handoff_fsm.verify.exploration import HANDOFF_ID, explore
+from handoff_fsm.verify.exploration import HANDOFF_ID, ExplorationReport, explore
 from handoff_fsm.verify.invariants import Observation, observe, reply_of
 from tests.model_paths import ModelPath, model_paths
 
 PATHS = model_paths()
 STEP_PATHS = [path for path in PATHS if path.step is not None]
+EVERY = [(revision, order) for revision in Revision for order in HandoffOrder]
 
 
 def _listen(coordinator: HandoffCoordinator) -> FiredTransitions:
@@ -50,9 +54,9 @@ def _run(path: ModelPath, engine: Engine) -> set[int]:
 
     Fired transitions are observed only on the statechart engine (empty otherwise).
     """
-    coordinator = HandoffCoordinator(HANDOFF_ID, path.order, engine=engine)
+    coordinator = path.coordinator(engine)
     listener = _listen(coordinator) if engine == "statechart" else None
-    obs = Observation(HANDOFF_ID, path.order)
+    obs = Observation(HANDOFF_ID, path.order, path.revision)
     fired: set[int] = set()
     for op, expected in zip(path.ops, path.replies, strict=True):
         before = chart_state_of(coordinator.snapshot())
@@ -82,8 +86,8 @@ def test_model_path(path: ModelPath, engine: Engine) -> None:
     if path.step is None:
         return
     # The last input takes exactly the step the path was generated for ...
-    coordinator = HandoffCoordinator(HANDOFF_ID, path.order)
-    obs = Observation(HANDOFF_ID, path.order)
+    coordinator = path.coordinator()
+    obs = Observation(HANDOFF_ID, path.order, path.revision)
     for op in path.ops[:-1]:
         obs, _ = observe(obs, op, reply_of(coordinator, op))
     before = chart_state_of(coordinator.snapshot())
@@ -95,13 +99,23 @@ def test_model_path(path: ModelPath, engine: Engine) -> None:
     assert step.target == path.chart_state
     # ... and on the framework's own engine it fires the transitions the step stands for.
     if engine == "statechart":
-        assert fired == step_transitions()[path.step]
+        assert fired == step_transitions(path.revision)[path.step]
+
+
+def _of(revision: Revision, order: HandoffOrder, paths: list[ModelPath]) -> list[ModelPath]:
+    return [p for p in paths if p.revision is revision and p.order is order]
+
+
+@cache
+def _explored(revision: Revision, order: HandoffOrder) -> ExplorationReport:
+    """An exploration of its own, to hold the generated paths against."""
+    return explore(order, revision=revision)
 
 
 def test_paths_reach_every_reachable_state() -> None:
-    for order in HandoffOrder:
-        report = explore(order)
-        state_paths = [p for p in PATHS if p.order is order and p.step is None]
+    for revision, order in EVERY:
+        report = _explored(revision, order)
+        state_paths = [p for p in _of(revision, order, list(PATHS)) if p.step is None]
         assert len(state_paths) == report.states
         assert len({p.ops for p in state_paths}) == report.states
         assert report.coverage is not None
@@ -109,41 +123,61 @@ def test_paths_reach_every_reachable_state() -> None:
 
 
 def test_paths_form_a_breadth_first_tree_of_shortest_paths() -> None:
-    for order in HandoffOrder:
-        state_paths = [p.ops for p in PATHS if p.order is order and p.step is None]
+    for revision, order in EVERY:
+        state_paths = [p.ops for p in _of(revision, order, list(PATHS)) if p.step is None]
         lengths = [len(ops) for ops in state_paths]
         assert lengths == sorted(lengths)
         assert lengths[0] == 0
         known = set(state_paths)
         assert all(ops[:-1] in known for ops in state_paths[1:])
         # A step path is a state path and one more input.
-        step_paths = [p.ops for p in STEP_PATHS if p.order is order]
+        step_paths = [p.ops for p in _of(revision, order, STEP_PATHS)]
         assert all(ops[:-1] in known for ops in step_paths)
 
 
 def test_paths_take_every_step_the_exploration_takes() -> None:
-    for order in HandoffOrder:
-        report = explore(order)
+    for revision, order in EVERY:
+        report = _explored(revision, order)
         assert report.coverage is not None
-        assert {p.step for p in STEP_PATHS if p.order is order} == report.coverage.steps
+        assert {p.step for p in _of(revision, order, STEP_PATHS)} == report.coverage.steps
 
 
-def test_generated_suite_covers_every_chart_transition() -> None:
-    fired: set[int] = set()
-    for path in STEP_PATHS:
-        fired |= _run(path, "statechart")
-    assert fired == {t.index for t in chart_transitions()}
-    assert len(fired) == 30
+def _fired(revision: Revision) -> frozenset[int]:
+    """The declared transitions the revision's step paths fire on the statechart engine.
+
+    ``test_model_path`` runs each step path on the statechart engine with a listener and
+    demands that its last input fires exactly its step's transitions (as the framework
+    reports them in :func:`step_transitions`), so the suite fires their union.
+    """
+    mapping = step_transitions(revision)
+    return frozenset().union(
+        *(mapping[path.step] for path in STEP_PATHS if path.revision is revision and path.step)
+    )
+
+
+@pytest.mark.parametrize("revision", list(Revision))
+def test_generated_suite_covers_every_transition_its_revision_fires(revision: Revision) -> None:
+    paths = [p for p in PATHS if p.revision is revision]
+    steps = [p for p in paths if p.step is not None]
+    fired = _fired(revision)
+    assert fired == fireable_transitions(revision)
 
     coverage = ChartCoverage.of_steps(
-        (p.chart_state for p in PATHS), (p.step for p in STEP_PATHS if p.step is not None)
+        (p.chart_state for p in paths), (p.step for p in steps if p.step is not None), revision
     )
     figures: dict[str, Any] = coverage.figures()
-    assert figures["transitions"] == [30, 30]
-    assert figures["chart_states"] == [len(compiled_chart().states)] * 2
+    assert figures["transitions"] == [len(fired), len(fired)]
+    assert figures["chart_states"] == [len(compiled_chart(revision).states)] * 2
     assert figures["uncovered_transitions"] == []
     # Every compiled step some input can take; the rest are shown unreachable by the
     # exhaustive exploration (an action_failed where nothing that may fail is outstanding).
-    assert figures["steps"][0] == len(STEP_PATHS)
-    untaken = coverage_totals().steps - coverage.steps
+    assert figures["steps"][0] == len(steps)
+    untaken = coverage_totals(revision=revision).steps - coverage.steps
     assert {event for _, event in untaken} <= {"action_failed", "release_confirmed"}
+
+
+def test_generated_suites_of_both_revisions_cover_every_declared_transition() -> None:
+    fired = [_fired(revision) for revision in Revision]
+    assert [len(f) for f in fired] == [30, 34]
+    assert set().union(*fired) == {t.index for t in chart_transitions()}
+    assert len(chart_transitions()) == 35

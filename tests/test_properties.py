@@ -1,4 +1,8 @@
-"""Random fact/outcome sequences keep the protocol's invariants (hypothesis, stateful)."""
+"""Random fact/outcome sequences keep the protocol's invariants (hypothesis, stateful).
+
+Both revisions: under ``a976b2bf`` a terminal fact after Success reopens cleanup, so a
+handoff may issue CancelDestination and a second Complete (Canceled) after the first.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from handoff_fsm import (
     HandoffOrder,
     HandoffTransferTiming,
     IssuedHandoffAction,
+    Revision,
     SourceHeld,
     TimedOut,
     TransferCompleted,
@@ -67,11 +72,27 @@ class HandoffProtocol(RuleBasedStateMachine):
         self.acknowledged: dict[int, str] = {}
         self.outputs: list[IssuedHandoffAction] = []
         self.completes = 0
+        self.first_completion: HandoffCompletion | None = None
+        self.reopened = False
+        """a976b2bf: CancelDestination was issued after a successful Complete."""
 
-    @rule(order=st.sampled_from(HandoffOrder), engine=st.sampled_from(["compiled", "statechart"]))
+    @rule(
+        order=st.sampled_from(HandoffOrder),
+        engine=st.sampled_from(["compiled", "statechart"]),
+        revision=st.sampled_from(Revision),
+    )
     @precondition(lambda self: self.coordinator is None)
-    def create(self, order: HandoffOrder, engine: str) -> None:
-        self.coordinator = HandoffCoordinator(HID, order, 1.5, engine=engine)  # type: ignore[arg-type]
+    def create(self, order: HandoffOrder, engine: str, revision: Revision) -> None:
+        self.coordinator = HandoffCoordinator(HID, order, 1.5, revision=revision, engine=engine)  # type: ignore[arg-type]
+
+    def _reopens(self, name: str) -> bool:
+        """a976b2bf: after Success, the reopened cleanup's cancel, then its Complete."""
+        assert self.coordinator is not None
+        if self.coordinator.revision is not Revision.A976B2BF or self.completes != 1:
+            return False
+        if self.first_completion is not HandoffCompletion.SUCCESS:
+            return False
+        return name == ("Complete" if self.reopened else "CancelDestination")
 
     def _apply(self, call: object) -> None:
         assert self.coordinator is not None
@@ -85,14 +106,19 @@ class HandoffProtocol(RuleBasedStateMachine):
 
     def _observe(self, actions: list[IssuedHandoffAction]) -> None:
         for issued in actions:
-            assert self.completes == 0, "an action was issued after Complete"
+            name = type(issued.action).__name__
+            if self.completes:
+                assert self._reopens(name), "an action was issued after Complete"
+                self.reopened = True
             expected_id = self.outputs[-1].id + 1 if self.outputs else 0
             assert issued.id == expected_id, "action ids must be consecutive"
-            name = type(issued.action).__name__
             assert issued.action.handoff_id == HID
             if name == "Complete":
                 self._check_owners_settled()
                 self.completes += 1
+                if self.completes == 1:
+                    assert self.coordinator is not None
+                    self.first_completion = self.coordinator.completion
             self.issued[issued.id] = name
             self.outputs.append(issued)
 
@@ -111,6 +137,8 @@ class HandoffProtocol(RuleBasedStateMachine):
             assert self._settled("ActivateDestination", "CancelDestination"), (
                 "destination leaked at Complete"
             )
+        if self.reopened:
+            assert self._settled("CancelDestination"), "decoding destination leaked at Complete"
 
     @rule()
     @precondition(lambda self: self.coordinator is not None)
@@ -164,9 +192,14 @@ class HandoffProtocol(RuleBasedStateMachine):
     def completion_is_consistent(self) -> None:
         if self.coordinator is None:
             return
-        assert self.completes <= 1
-        assert self.coordinator.is_complete == (self.completes == 1)
-        assert (self.coordinator.completion is not None) == self.coordinator.is_complete
+        assert self.completes <= (2 if self.coordinator.revision is Revision.A976B2BF else 1)
+        running_again = self.reopened and self.completes == 1
+        assert self.coordinator.is_complete == (self.completes >= 1 and not running_again)
+        assert (self.coordinator.completion is not None) == (self.completes >= 1)
+        if running_again:
+            assert self.coordinator.completion is HandoffCompletion.SUCCESS
+        if self.completes == 2:
+            assert self.coordinator.completion is HandoffCompletion.CANCELED
         if self.coordinator.completion is HandoffCompletion.SUCCESS:
             assert self._settled("ActivateDestination") and self._settled("ReleaseSource")
         kinds = [type(a.action).__name__ for a in self.outputs]

@@ -157,8 +157,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="both",
         help="which handoff order to explore (default: both)",
     )
+    check.add_argument(
+        "--revision",
+        choices=(*_REVISIONS, "both"),
+        default="both",
+        help="which protocol revision to explore, with the invariants it promises (default: both)",
+    )
     check.add_argument("--engine", choices=_ENGINES, default="compiled", help=_ENGINE_HELP)
-    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.add_argument(
+        "--json", action="store_true", help="print one JSON object (each report names its revision)"
+    )
 
     simulate = commands.add_parser(
         "simulate",

@@ -11,6 +11,12 @@ as exercised when it rejects an input, and is identified by its source, event
 and error code (:func:`rejection_transition`). A run's coverage is then the
 set of steps it took (read from the coordinator's snapshots before each input)
 mapped through :func:`step_transitions`.
+
+Every revision compiles its own table (its own state and step indexes), so a
+:class:`ChartCoverage` belongs to one revision. The declared transitions are shared
+(one chart shows every revision): what a revision can fire is what its compiled
+steps fire (:func:`fireable_transitions`), and :func:`revision_specific_transitions`
+tells which only some revisions fire.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from handoff_fsm.engines.compiled import (
 )
 from handoff_fsm.engines.harness import Rejected, effects_model, rejecting
 from handoff_fsm.errors import HandoffErrorCode
-from handoff_fsm.model import HandoffOrder
+from handoff_fsm.model import HandoffOrder, Revision
 from handoff_fsm.snapshot import HandoffSnapshot
 from handoff_fsm.verify.invariants import InputClass, Observation, Op, Reply
 
@@ -128,15 +134,18 @@ _QuietModel = effects_model("_QuietModel", _quiet)
 
 
 @cache
-def step_transitions() -> dict[tuple[int, str], frozenset[int]]:
-    """For each compiled step ``(source state index, event)``: the declared transitions it fires.
+def step_transitions(
+    revision: Revision = Revision.SEED,
+) -> dict[tuple[int, str], frozenset[int]]:
+    """For each compiled step ``(source state index, event)`` of ``revision``: the declared
+    transitions it fires.
 
     Asks the framework: each step is sent once through python-statemachine's
     interpreter, from the step's configuration and fields, with a listener (the
     way :func:`~handoff_fsm.engines.compiled.compile_chart` recorded it), and must land
     in the step's target.
     """
-    compiled = compiled_chart()
+    compiled = compiled_chart(revision)
     model = _QuietModel()
     listener = FiredTransitions()
     charts: dict[HandoffOrder, HandoffChart] = {}
@@ -145,7 +154,7 @@ def step_transitions() -> dict[tuple[int, str], frozenset[int]]:
         state = compiled.states[step.source]
         chart = charts.get(state.order)
         if chart is None or chart.is_terminated:  # a final configuration stops the framework
-            chart = charts[state.order] = HandoffChart(model, state.order)
+            chart = charts[state.order] = HandoffChart(model, state.order, revision)
             chart.add_listener(listener)  # type: ignore[no-untyped-call]
         model.state = OrderedSet(state.configuration)
         chart.load_fields(state.fields)
@@ -168,15 +177,18 @@ def step_transitions() -> dict[tuple[int, str], frozenset[int]]:
 
 
 @cache
-def _steps_by_key() -> dict[tuple[int, str], Step]:
-    return {(step.source, step.event): step for step in compiled_chart().steps}
+def _steps_by_key(revision: Revision) -> dict[tuple[int, str], Step]:
+    return {(step.source, step.event): step for step in compiled_chart(revision).steps}
 
 
 def chart_state_of(snapshot: Hashable) -> ChartState | None:
-    """The compiled chart state a ``HandoffSnapshot`` is in (``None`` for anything else)."""
+    """The compiled chart state a ``HandoffSnapshot`` is in, in its revision's table.
+
+    ``None`` for anything else, or for a snapshot no input sequence reaches.
+    """
     if type(snapshot) is not HandoffSnapshot:
         return None
-    return compiled_chart().lookup(snapshot.state, snapshot.chart_fields())
+    return compiled_chart(snapshot.revision).lookup(snapshot.state, snapshot.chart_fields())
 
 
 def event_of(obs: Observation, op: Op) -> str | None:
@@ -184,7 +196,12 @@ def event_of(obs: Observation, op: Op) -> str | None:
     cls = obs.classify(op)
     if cls is InputClass.START:
         return START
-    if cls in (InputClass.PROGRESS_FACT, InputClass.FAILURE_FACT, InputClass.INVALID_TIMING):
+    if cls in (
+        InputClass.PROGRESS_FACT,
+        InputClass.FAILURE_FACT,
+        InputClass.INVALID_TIMING,
+        InputClass.UNSCHEDULABLE,
+    ):
         return FACT_EVENTS[type(op.fact)]
     if cls is InputClass.OUTCOME:
         kind = obs.kind_of(op.action_id)
@@ -198,7 +215,7 @@ def step_taken(state: ChartState, event: str | None, reply: Reply) -> Step | Non
     """The compiled step an input took in ``state``: it ran, or it is a rejection that rejected."""
     if event is None or reply.crash is not None:
         return None
-    step = _steps_by_key().get((state.index, event))
+    step = _steps_by_key(state.revision).get((state.index, event))
     if step is None or not reply.rejected:
         return step
     rejecting = bool(step.validators) and all(
@@ -209,36 +226,63 @@ def step_taken(state: ChartState, event: str | None, reply: Reply) -> Step | Non
 
 @dataclass(frozen=True, slots=True)
 class ChartCoverage:
-    """Which parts of the chart some inputs exercised (or, from :func:`coverage_totals`, exist)."""
+    """Which parts of one revision's chart some inputs exercised (or, from
+    :func:`coverage_totals`, which exist)."""
 
     states: frozenset[int]
-    """Indexes of compiled chart states reached."""
+    """Indexes of the revision's compiled chart states reached."""
     steps: frozenset[tuple[int, str]]
     """Compiled steps taken, as ``(source state index, event)``."""
     transitions: frozenset[int]
     """Indexes of :func:`chart_transitions` exercised."""
+    revision: Revision = Revision.SEED
+    """Whose compiled table ``states`` and ``steps`` index."""
 
     @classmethod
-    def of_steps(cls, states: Iterable[int], steps: Iterable[tuple[int, str]]) -> ChartCoverage:
+    def of_steps(
+        cls,
+        states: Iterable[int],
+        steps: Iterable[tuple[int, str]],
+        revision: Revision = Revision.SEED,
+    ) -> ChartCoverage:
         """Coverage of these states and steps, transitions as the framework fires them."""
         taken = frozenset(steps)
-        mapping = step_transitions()
-        return cls(frozenset(states), taken, frozenset(i for key in taken for i in mapping[key]))
+        mapping = step_transitions(revision)
+        return cls(
+            frozenset(states),
+            taken,
+            frozenset(i for key in taken for i in mapping[key]),
+            revision,
+        )
 
     def __or__(self, other: ChartCoverage) -> ChartCoverage:
+        if other.revision is not self.revision:
+            raise ValueError(
+                f"cannot merge coverage of {self.revision.value} and {other.revision.value}: "
+                "their compiled tables differ (merge their transitions instead)"
+            )
         return ChartCoverage(
             self.states | other.states,
             self.steps | other.steps,
             self.transitions | other.transitions,
+            self.revision,
         )
 
     def figures(self, orders: Iterable[HandoffOrder] = tuple(HandoffOrder)) -> dict[str, Any]:
-        """Covered/total counts and what is not covered, against :func:`coverage_totals`."""
-        totals = coverage_totals(orders)
+        """Covered/total counts and what is not covered, against :func:`coverage_totals`.
+
+        ``transitions`` counts against the declared transitions this revision's steps
+        for these orders can fire.
+        """
+        totals = coverage_totals(orders, self.revision)
         return {
+            "revision": self.revision.value,
             "chart_states": [len(self.states & totals.states), len(totals.states)],
             "steps": [len(self.steps & totals.steps), len(totals.steps)],
-            "transitions": [len(self.transitions), len(totals.transitions)],
+            "transitions": [
+                len(self.transitions & totals.transitions),
+                len(totals.transitions),
+            ],
             "uncovered_transitions": [
                 str(chart_transitions()[i]) for i in sorted(totals.transitions - self.transitions)
             ],
@@ -246,17 +290,37 @@ class ChartCoverage:
         }
 
 
-def coverage_totals(orders: Iterable[HandoffOrder] = tuple(HandoffOrder)) -> ChartCoverage:
-    """Everything there is to cover for these orders.
+def coverage_totals(
+    orders: Iterable[HandoffOrder] = tuple(HandoffOrder),
+    revision: Revision = Revision.SEED,
+) -> ChartCoverage:
+    """Everything there is to cover for these orders of ``revision``.
 
-    The compiled chart's states and steps of these orders, and every declared
-    transition (a few fire for one order only). The compiler sends every event
-    in every chart state, so a few steps are out of reach of any input (an
-    ``action_failed`` where no action that may fail is outstanding): an
+    The revision's compiled chart states and steps of these orders, and the declared
+    transitions those steps fire (:func:`fireable_transitions`: each order engages
+    its owners its own way, each revision has transitions of its own). The compiler
+    sends every event in every chart state, so a few steps are out of reach of any
+    input (an ``action_failed`` where no action that may fail is outstanding): an
     exhaustive exploration that never takes them shows they are unreachable.
     """
     wanted = {order is HandoffOrder.SOURCE_FIRST for order in orders}
-    compiled = compiled_chart()
+    compiled = compiled_chart(revision)
     states = frozenset(s.index for s in compiled.states if s.fields.source_first in wanted)
     steps = frozenset((s.source, s.event) for s in compiled.steps if s.source in states)
-    return ChartCoverage(states, steps, frozenset(t.index for t in chart_transitions()))
+    mapping = step_transitions(revision)
+    transitions = frozenset(i for key in steps for i in mapping[key])
+    return ChartCoverage(states, steps, transitions, revision)
+
+
+def fireable_transitions(revision: Revision) -> frozenset[int]:
+    """The declared transitions some compiled step of ``revision`` fires (either order)."""
+    return coverage_totals(tuple(HandoffOrder), revision).transitions
+
+
+def revision_specific_transitions() -> dict[Revision, frozenset[int]]:
+    """Per revision, the declared transitions only it can fire (no other revision can)."""
+    fireable = {revision: fireable_transitions(revision) for revision in Revision}
+    return {
+        revision: mine.difference(*(t for r, t in fireable.items() if r is not revision))
+        for revision, mine in fireable.items()
+    }

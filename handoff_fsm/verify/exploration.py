@@ -14,6 +14,9 @@ input sequence into a fresh one, so any implementation can be checked whatever
 it keeps outside its snapshot; an input that leaves the state as it was lets the
 same object serve the next input. A state reached by a violation is not
 explored further: everything after it would only repeat the finding.
+
+Each exploration is of one protocol revision: the coordinators are built for it and
+judged by the invariants it promises (:func:`~handoff_fsm.verify.invariants.invariants_of`).
 """
 
 from __future__ import annotations
@@ -23,12 +26,14 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 from uuid import UUID
 
 from handoff_fsm.chart import ACKNOWLEDGEMENTS
 from handoff_fsm.coordinator import HandoffCoordinator
 from handoff_fsm.engines.compiled import ChartState
+from handoff_fsm.errors import HandoffErrorCode, handoff_error
 from handoff_fsm.model import (
     Canceled,
     DestinationReserved,
@@ -38,10 +43,12 @@ from handoff_fsm.model import (
     HandoffOrder,
     HandoffTransferTiming,
     OutcomeKind,
+    Revision,
     SourceHeld,
     TimedOut,
     TransferCompleted,
     TransferTimingMode,
+    checked_revision,
 )
 from handoff_fsm.snapshot import HandoffSnapshot
 from handoff_fsm.verify.coverage import (
@@ -58,12 +65,13 @@ from handoff_fsm.verify.invariants import (
     Observation,
     Op,
     Reply,
+    invariants_of,
     observe,
     reply_of,
 )
 
 Factory = Callable[[UUID, HandoffOrder], Coordinator]
-"""``factory(handoff_id, order)``: a fresh coordinator to explore."""
+"""``factory(handoff_id, order)``: a fresh coordinator to explore (of the explored revision)."""
 
 HANDOFF_ID: Final = UUID("00000000-0000-4000-8000-000000000001")
 """The explored coordinator's handoff."""
@@ -98,7 +106,7 @@ In ``destination_missing`` mode the delay ``StartTransfer`` carries is computed
 from the destination's transferable tokens, not the prompt's: one prompt token
 takes ~1.0e308 ms (finite, so the timing passes validation), the 10 tokens the
 explored ``DestinationReserved`` reports overflow to infinity. The full-prompt
-check does not imply a finite scheduled delay (DESIGN.md §9, change 2).
+check does not imply a finite scheduled delay (README, "Protocol revisions").
 """
 
 _UNIT: Final = {
@@ -224,7 +232,7 @@ class InvariantVerdict:
 
 @dataclass(frozen=True, slots=True)
 class ExplorationReport:
-    """The result of :func:`explore` for one order."""
+    """The result of :func:`explore` for one order of one revision."""
 
     order: HandoffOrder
     states: int
@@ -242,7 +250,9 @@ class ExplorationReport:
     """Length of the longest shortest path to a state."""
     seconds: float
     coverage: ChartCoverage | None
-    """What of the chart was exercised, when the snapshots are ``HandoffSnapshot``s."""
+    """What of the revision's chart was exercised (when the snapshots are ``HandoffSnapshot``s)."""
+    revision: Revision = Revision.SEED
+    """The protocol revision explored: its coordinators, judged by its invariants."""
 
     @property
     def ok(self) -> bool:
@@ -255,6 +265,7 @@ class ExplorationReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "revision": self.revision.value,
             "order": self.order.value,
             "ok": self.ok,
             "states": self.states,
@@ -287,6 +298,10 @@ class _Node:
     expanded: bool = False
     honest: list[int] = field(default_factory=list)
     """Successors through honest inputs (what liveness may rely on)."""
+    failures: list[int] = field(default_factory=list)
+    """Successors through failure facts (honest only where a due fact is refused for good)."""
+    refused: bool = False
+    """A fact made due must be rejected for its scheduled delay here (see ``refuses_due``)."""
 
     def ops(self) -> list[Op]:
         """The shortest input sequence reaching this state."""
@@ -312,6 +327,7 @@ class StateGraph:
 
     order: HandoffOrder
     fallback: float
+    revision: Revision = Revision.SEED
     nodes: list[_Node] = field(default_factory=list)
     transitions: int = 0
     rejected: int = 0
@@ -325,24 +341,40 @@ class StateGraph:
     seconds: float = 0.0
 
     def fail(self, invariant: Invariant, node: _Node, op: Op | None, message: str) -> None:
+        if invariant not in invariants_of(self.revision):
+            raise AssertionError(f"{invariant.value} is no invariant of {self.revision.value}")
         self.counts[invariant] += 1
         if invariant not in self.first:
             self.first[invariant] = _Finding(node, op, message)
 
     def trace(self, node: _Node, op: Op | None) -> tuple[str, ...]:
         return trace_lines(
-            self.order, self.fallback, [*node.ops(), *([op] if op is not None else [])]
+            self.order,
+            self.fallback,
+            [*node.ops(), *([op] if op is not None else [])],
+            self.revision,
         )
 
 
-def trace_lines(order: HandoffOrder, fallback: float, ops: Iterable[Op]) -> tuple[str, ...]:
-    new = {
+def trace_lines(
+    order: HandoffOrder,
+    fallback: float,
+    ops: Iterable[Op],
+    revision: Revision = Revision.SEED,
+) -> tuple[str, ...]:
+    """``ops`` as ``handoff-fsm replay`` lines, after the ``new`` line creating the coordinator.
+
+    The ``new`` line names the revision unless it is the default ``seed``.
+    """
+    new: dict[str, Any] = {
         "coordinator": TRACE_KEY,
         "op": "new",
         "handoff_id": str(HANDOFF_ID),
         "order": order.value,
         "fallback_transfer_delay_ms": fallback,
     }
+    if revision is not Revision.SEED:
+        new["revision"] = revision.value
     return tuple(json.dumps(line) for line in [new, *(op.to_wire(TRACE_KEY) for op in ops)])
 
 
@@ -360,13 +392,19 @@ def _snapshot(coordinator: Coordinator) -> Hashable:
         return ("snapshot raised", type(error).__name__, str(error))
 
 
-def explore_graph(order: HandoffOrder, factory: Factory, max_states: int | None) -> StateGraph:
+def explore_graph(
+    order: HandoffOrder,
+    factory: Factory,
+    max_states: int | None,
+    revision: Revision = Revision.SEED,
+) -> StateGraph:
     began = time.perf_counter()
     first = factory(HANDOFF_ID, order)
-    graph = StateGraph(order, float(getattr(first, "fallback_transfer_delay_ms", 0.0)))
+    _check_revision(first, revision)
+    graph = StateGraph(order, float(getattr(first, "fallback_transfer_delay_ms", 0.0)), revision)
     snapshot = _snapshot(first)
-    root = _Node(0, snapshot, Observation(HANDOFF_ID, order), None, None, 0, None)
-    root.chart_state = chart_state_of(snapshot)
+    root = _Node(0, snapshot, Observation(HANDOFF_ID, order, revision), None, None, 0, None)
+    root.chart_state = _chart_state(snapshot, revision)
     graph.nodes.append(root)
     index: dict[tuple[Hashable, Observation], _Node] = {(snapshot, root.obs): root}
     queue = deque([root])
@@ -403,7 +441,7 @@ def explore_graph(order: HandoffOrder, factory: Factory, max_states: int | None)
                     queue.clear()
                     break
                 target = _Node(len(graph.nodes), after, obs, node, op, node.depth + 1, None)
-                target.chart_state = chart_state_of(after)
+                target.chart_state = _chart_state(after, revision)
                 graph.nodes.append(target)
                 index[(after, obs)] = target
                 if not findings:
@@ -411,7 +449,12 @@ def explore_graph(order: HandoffOrder, factory: Factory, max_states: int | None)
                     spare[target.index] = coordinator
             elif target is node and not findings:
                 spare[node.index] = coordinator
-            if node.obs.is_honest(op):
+            cls = node.obs.classify(op)
+            if cls is InputClass.FAILURE_FACT:
+                node.failures.append(target.index)
+            elif cls is InputClass.UNSCHEDULABLE:
+                node.refused = node.refused or node.obs.refuses_due(op)
+            elif node.obs.is_honest(op):
                 node.honest.append(target.index)
         else:
             node.expanded = True
@@ -420,6 +463,23 @@ def explore_graph(order: HandoffOrder, factory: Factory, max_states: int | None)
     _judge_liveness(graph)
     graph.seconds = time.perf_counter() - began
     return graph
+
+
+def _check_revision(coordinator: Coordinator, revision: Revision) -> None:
+    """A coordinator that says which revision it follows must follow the explored one."""
+    follows = getattr(coordinator, "revision", None)
+    if isinstance(follows, Revision) and follows is not revision:
+        raise handoff_error(
+            HandoffErrorCode.INVALID_REVISION,
+            f"the factory built a coordinator following revision {follows.value}, but "
+            f"{revision.value} was to be explored (build it with revision={revision.value!r})",
+        )
+
+
+def _chart_state(snapshot: Hashable, revision: Revision) -> ChartState | None:
+    """The compiled chart state of a ``HandoffSnapshot`` of the explored revision."""
+    state = chart_state_of(snapshot)
+    return state if state is not None and state.revision is revision else None
 
 
 def _state_findings(
@@ -456,11 +516,16 @@ def _state_findings(
 
 
 def _judge_liveness(graph: StateGraph) -> None:
-    """Report every explored state from which honest inputs cannot reach Complete."""
+    """Report every explored state from which honest inputs cannot reach Complete.
+
+    Honest inputs are :meth:`Observation.is_honest`'s; where a fact made due is
+    refused for good (:meth:`Observation.refuses_due`, only in revisions that validate
+    the scheduled delay), a failure fact is honest too: the environment can only give up.
+    """
     nodes = graph.nodes
     predecessors: list[list[int]] = [[] for _ in nodes]
     for node in nodes:
-        for successor in node.honest:
+        for successor in node.honest + (node.failures if node.refused else []):
             predecessors[successor].append(node.index)
     # A state not explored (cut off by a violation or by max_states) is not judged.
     live = [node.obs.complete or not node.expanded for node in nodes]
@@ -487,19 +552,28 @@ def _judge_liveness(graph: StateGraph) -> None:
 def explore(
     order: HandoffOrder | str,
     *,
-    factory: Factory = HandoffCoordinator,
+    revision: Revision | str = Revision.SEED,
+    factory: Factory | None = None,
     max_states: int | None = None,
 ) -> ExplorationReport:
     """Explore every reachable state of ``factory(handoff_id, order)``; check every invariant.
 
     Breadth-first over the coordinator's snapshots (plus what an observer must
     remember), giving every input class in every state, so each violation comes
-    with a shortest counterexample. ``factory`` may return any object with the
-    coordinator's methods (:class:`~handoff_fsm.verify.invariants.Coordinator`).
-    ``max_states`` bounds the states explored (the report then is not ``ok``).
+    with a shortest counterexample. ``revision`` (default ``seed``) names the
+    protocol revision explored: the invariants it promises are judged, and the
+    default factory is ``HandoffCoordinator(..., revision=revision)``. ``factory``
+    may return any object with the coordinator's methods
+    (:class:`~handoff_fsm.verify.invariants.Coordinator`) that follows that
+    revision; one whose ``revision`` attribute names another is refused
+    (``invalid_revision``). ``max_states`` bounds the states explored (the report
+    then is not ``ok``).
     """
     order = HandoffOrder(order)
-    graph = explore_graph(order, factory, max_states)
+    revision = checked_revision(revision)
+    if factory is None:
+        factory = partial(HandoffCoordinator, revision=revision)
+    graph = explore_graph(order, factory, max_states, revision)
     ranked = sorted(graph.first.items(), key=lambda item: list(Invariant).index(item[0]))
     violations = tuple(
         Violation(
@@ -512,12 +586,14 @@ def explore(
     )
     verdicts = tuple(
         InvariantVerdict(invariant, _checked(graph, invariant), graph.counts[invariant])
-        for invariant in Invariant
+        for invariant in invariants_of(revision)
     )
     coverage = None
     if graph.nodes[0].chart_state is not None:
         coverage = ChartCoverage.of_steps(
-            (n.chart_state.index for n in graph.nodes if n.chart_state is not None), graph.steps
+            (n.chart_state.index for n in graph.nodes if n.chart_state is not None),
+            graph.steps,
+            revision,
         )
     return ExplorationReport(
         order=order,
@@ -530,6 +606,7 @@ def explore(
         max_depth=max(node.depth for node in graph.nodes),
         seconds=graph.seconds,
         coverage=coverage,
+        revision=revision,
     )
 
 
