@@ -10,7 +10,7 @@ same error codes (messages are free text and differ). About a third of the
 handoffs are diligent: they mostly send what a well-behaved engine would, so
 walks reach successful handoffs (and what follows them) often.
 
-Each walk runs one protocol revision (DESIGN.md §9) or mixes them per
+Each walk runs one protocol revision (README, Protocol revisions) or mixes them per
 coordinator: ``seed`` writes no ``"revision"`` key, ``a976b2bf`` writes it on
 every ``new`` line, ``mixed`` picks per coordinator (and names the seed
 explicitly or not). Walks that name revisions also send invalid revision names
@@ -124,7 +124,7 @@ def _timing(rng: random.Random) -> dict[str, Any]:
 
 def _overflowing_timing(rng: random.Random) -> dict[str, Any]:
     """A timing whose full-prompt delay is finite but whose destination-missing delay
-    overflows for a large transferable footprint (the scheduled-delay check, §9.2)."""
+    overflows for a large transferable footprint (a976b2bf's scheduled-delay check)."""
     return {
         "mode": "destination_missing",
         "full_prompt_tokens": rng.choice([1, 10, 4096]),

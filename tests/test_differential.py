@@ -2,7 +2,7 @@
 
 The oracle (tests/oracle) is the reference's own code behind a replay harness;
 by default it carries the three documented improvements, ``--raw`` not. Each
-coordinator runs the protocol revision its ``new`` line names (DESIGN.md §9):
+coordinator runs the protocol revision its ``new`` line names (README, Protocol revisions):
 ``seed`` is the improved reference, ``a976b2bf`` the same patched to that
 revision; walks run each revision alone and both mixed.
 """
@@ -59,7 +59,8 @@ def test_random_walks_match_the_reference(
 
 
 def _assert_the_walk_exercised_a976b2bf(trace: list[str], replies: list[str]) -> None:
-    """Agreement means little unless the walk reached what a976b2bf changes (§9.1, §9.2)."""
+    """Agreement means little unless the walk reached what a976b2bf changes: the
+    reopened cleanup after a success and the rejected scheduled delay."""
     reopened: set[str] = set()  # coordinator keys name one coordinator each
     second_completions = rejected_reservations = 0
     for line, text in zip(trace, replies, strict=True):
@@ -90,7 +91,8 @@ def test_the_statechart_engine_matches_the_reference_too(
 
 def test_the_oracle_meets_its_hand_derived_expectations(oracle: Path) -> None:
     """check_examples.py: every example's replies, line by line, as derived from the
-    reference and DESIGN.md §6/§9, under --raw, --improved and --revision a976b2bf."""
+    reference, docs/ARCHITECTURE.md §6 and README's Protocol revisions, under --raw,
+    --improved and --revision a976b2bf."""
     check = subprocess.run(
         [sys.executable, str(ORACLE_DIR / "check_examples.py"), str(oracle)],
         capture_output=True,
