@@ -345,8 +345,9 @@ EXPECT["revisions"] = [
     "!unknown_coordinator",  # nothing was created
     "!invalid_input~revision",  # not a string
     "!invalid_input~revision",  # null
-    "!duplicate_coordinator",  # the duplicate is found before the revision is read
-    "!invalid_revision",  # the revision is checked before the fallback
+    "!invalid_revision",  # read with the line, before the duplicate is looked for
+    "!duplicate_coordinator",
+    "!invalid_revision",  # ... and before the fallback is checked
     # then lines alternate between x (no revision), s (seed) and a (a976b2bf)
     *[step for expect in SUCCESS_PATH for step in (expect, expect, expect)],
     {"raw": "[]" + S, "improved": "[]" + S, "a976b2bf": "6:CancelDestination" + O},

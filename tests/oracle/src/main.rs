@@ -237,12 +237,8 @@ impl Replay {
                 fallback_transfer_delay_ms: fallback,
                 revision,
             } => {
-                if self.coordinators.contains_key(&coordinator) {
-                    let message =
-                        format!("line {line_no}: coordinator {coordinator:?} already exists");
-                    self.error_reply(out, Some(&coordinator), "duplicate_coordinator", &message);
-                    return Ok(());
-                }
+                // The revision is read with the line (like its order), so an unknown
+                // name is reported before the coordinator table is consulted.
                 let revision = match revision.as_deref().map(Revision::parse) {
                     None => self.default_revision,
                     Some(Some(revision)) => revision,
@@ -256,6 +252,12 @@ impl Replay {
                         return Ok(());
                     }
                 };
+                if self.coordinators.contains_key(&coordinator) {
+                    let message =
+                        format!("line {line_no}: coordinator {coordinator:?} already exists");
+                    self.error_reply(out, Some(&coordinator), "duplicate_coordinator", &message);
+                    return Ok(());
+                }
                 let variant = Variant::running(revision, self.raw);
                 if variant.rejects_invalid_fallback() && !(fallback.is_finite() && fallback >= 0.0)
                 {
