@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from handoff_fsm import Revision
 from handoff_fsm.io.replay import replay
 from tests.differential import (
     ORACLE_DIR,
@@ -104,13 +105,17 @@ def test_the_oracle_meets_its_hand_derived_expectations(oracle: Path) -> None:
 
 
 def test_a_default_revision_applies_to_new_lines_naming_none(oracle: Path) -> None:
-    """The oracle's --revision: a walk with every revision key removed, replayed with
-    --revision a976b2bf, answers exactly as the walk that names a976b2bf on each line."""
+    """The default revision on both sides: a walk with every revision key removed,
+    replayed with a976b2bf as the default, answers exactly as the walk that names
+    a976b2bf on each line."""
     named = random_trace(3_000, 13, revision="a976b2bf")
     unnamed = [line.replace(', "revision": "a976b2bf"', "") for line in named]
     assert sum('"revision"' in line for line in unnamed) < 100  # only the invalid names
-    assert run_oracle(oracle, unnamed, revision="a976b2bf") == run_oracle(oracle, named)
-    assert run_oracle(oracle, unnamed) != run_oracle(oracle, named)
+    theirs = run_oracle(oracle, unnamed, revision="a976b2bf")
+    assert theirs == run_oracle(oracle, named)
+    assert run_oracle(oracle, unnamed) != theirs  # the seed answers differently
+    problems = compare(unnamed, list(replay(unnamed, revision=Revision.A976B2BF)), theirs)
+    assert problems == [], "\n".join(problems[:10])
 
 
 @pytest.mark.parametrize(
