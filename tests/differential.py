@@ -6,10 +6,21 @@ what was issued, report facts in roughly the right order) and mixes in wrong,
 duplicate, premature, foreign, non-finite and malformed inputs. ``compare``
 then checks that ``handoff-fsm replay`` and the oracle answer every line alike:
 same actions, ids and delays (floats compared bit for bit), same completion,
-same error codes (messages are free text and differ).
+same error codes (messages are free text and differ). About a third of the
+handoffs are diligent: they mostly send what a well-behaved engine would, so
+walks reach successful handoffs (and what follows them) often.
+
+Each walk runs one protocol revision (README, Protocol revisions) or mixes them per
+coordinator: ``seed`` writes no ``"revision"`` key, ``a976b2bf`` writes it on
+every ``new`` line, ``mixed`` picks per coordinator (and names the seed
+explicitly or not). Walks that name revisions also send invalid revision names
+and values, and keep successful a976b2bf handoffs around for the terminal facts
+that reopen their cleanup; every walk sends timings whose scheduled delay
+overflows (destination-missing tokens far beyond the prompt at a tiny bandwidth)
+and timings with ``state_bytes``.
 
 Run it by hand for a long walk:
-``python -m tests.differential --steps 100000 --seed 7``.
+``python -m tests.differential --steps 100000 --seed 7 --revision a976b2bf``.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from handoff_fsm.io.replay import TraceReplayer, replay
 
@@ -40,8 +51,31 @@ GOOD = {
     "CancelDestination": ["Applied", "Noop"],
     "Complete": ["Applied"],
 }
-BANDWIDTHS: list[Any] = [1.0, 0.5, 100.0, 0.0, None, -1.0, float("nan"), float("inf"), 1e-300, 3]
+# The tiny ones make a destination-missing delay overflow to inf while the full
+# prompt's stays finite: 10 tokens of 1 KiB at 1e-300 GB/s take 1.024e298 ms.
+BANDWIDTHS: list[Any] = [
+    1.0,
+    0.5,
+    100.0,
+    0.0,
+    None,
+    -1.0,
+    float("nan"),
+    float("inf"),
+    1e-300,
+    3,
+    5e-324,
+    1e-290,
+]
 FALLBACKS: list[Any] = [0.0, 7.5, 1e-9, 2.5, float("nan"), float("inf"), -1.0, 0]
+TRANSFERABLE_TOKENS = [0, 1, 3, 100, 2**40, 2**64 - 1]
+TERMINAL_FACTS = ["Failed", "TimedOut", "Canceled"]
+
+WalkRevision = Literal["seed", "a976b2bf", "mixed"]
+WALK_REVISIONS: tuple[WalkRevision, ...] = get_args(WalkRevision)
+# Names a ``new`` line may not carry: unknown strings give invalid_revision, other
+# JSON values invalid_input.
+BAD_REVISIONS: list[Any] = ["A976B2BF", "Seed", "", "a976b2b", " seed", "main", 7, None, ["seed"]]
 
 
 def build_oracle() -> Path:
@@ -56,9 +90,20 @@ def build_oracle() -> Path:
 class _Handoff:
     key: str
     handoff_id: str
+    revision: str
+    diligent: bool = False
+    """Mostly sends what a well-behaved engine would (so it often succeeds)."""
     actions: dict[int, str] = field(default_factory=dict)
     acked: dict[int, Any] = field(default_factory=dict)
+    facts: set[str] = field(default_factory=set)
+    """Kinds of the facts it accepted."""
     complete: bool = False
+    completion: str | None = None
+
+    @property
+    def may_reopen(self) -> bool:
+        """Completed with Success under a976b2bf: a terminal fact reopens its cleanup."""
+        return self.complete and self.completion == "Success" and self.revision == "a976b2bf"
 
 
 def _timing(rng: random.Random) -> dict[str, Any]:
@@ -72,28 +117,75 @@ def _timing(rng: random.Random) -> dict[str, Any]:
         )
     if rng.random() < 0.9:
         timing["bandwidth_gb_s"] = rng.choice(BANDWIDTHS)
+    if rng.random() < 0.15:
+        timing["state_bytes"] = rng.choice([0, 1, 4096, 2**20, rng.randrange(2**40), 2**64 - 1])
     return timing
+
+
+def _overflowing_timing(rng: random.Random) -> dict[str, Any]:
+    """A timing whose full-prompt delay is finite but whose destination-missing delay
+    overflows for a large transferable footprint (a976b2bf's scheduled-delay check)."""
+    return {
+        "mode": "destination_missing",
+        "full_prompt_tokens": rng.choice([1, 10, 4096]),
+        "kv_bytes_per_token": rng.choice([1024, 131_072]),
+        "bandwidth_gb_s": rng.choice([1e-300, 5e-324, 1e-290]),
+    }
 
 
 def _fact(rng: random.Random, handoff: _Handoff, handoff_ids: list[str]) -> dict[str, Any]:
     handoff_id = handoff.handoff_id if rng.random() < 0.95 else rng.choice(handoff_ids)
+    # A handoff that may reopen mostly hears terminal facts: that is what it is kept for.
     kind = rng.choices(
-        [
-            "SourceHeld",
-            "DestinationReserved",
-            "TransferCompleted",
-            "Failed",
-            "TimedOut",
-            "Canceled",
-        ],
-        weights=[5, 5, 5, 1, 1, 1],
+        ["SourceHeld", "DestinationReserved", "TransferCompleted", *TERMINAL_FACTS],
+        weights=[1, 1, 1, 5, 5, 5] if handoff.may_reopen else [5, 5, 5, 1, 1, 1],
     )[0]
     body: dict[str, Any] = {"handoff_id": handoff_id}
     if kind == "SourceHeld":
-        body["transfer_timing"] = _timing(rng)
+        body["transfer_timing"] = _overflowing_timing(rng) if rng.random() < 0.25 else _timing(rng)
     elif kind == "DestinationReserved":
-        body["transferable_prompt_tokens"] = rng.choice([0, 1, 3, 100, 2**64 - 1])
+        body["transferable_prompt_tokens"] = rng.choice(TRANSFERABLE_TOKENS)
     return {kind: body}
+
+
+# The fact a handoff owes once an action was acknowledged with this outcome.
+_DUE_AFTER = {
+    ("SubmitPrefill", "Submitted"): "SourceHeld",
+    ("ReserveDestination", "Accepted"): "DestinationReserved",
+    ("StartTransfer", "Scheduled"): "TransferCompleted",
+}
+
+
+def _diligent_op(
+    rng: random.Random, handoff: _Handoff, handoff_ids: list[str]
+) -> dict[str, Any] | None:
+    """What a well-behaved engine sends next: an acknowledgement of an outstanding
+    action or the fact that is due, and, once it succeeded under a976b2bf, the
+    decode-phase cancel. ``None`` when nothing is owed."""
+    if handoff.may_reopen:
+        cancel = {rng.choice(TERMINAL_FACTS): {"handoff_id": handoff.handoff_id}}
+        return {"coordinator": handoff.key, "op": "fact", "fact": cancel}
+    pending = [i for i in handoff.actions if i not in handoff.acked]
+    due = set()
+    for action_id, outcome in handoff.acked.items():
+        if isinstance(outcome, str) and (handoff.actions[action_id], outcome) in _DUE_AFTER:
+            due.add(_DUE_AFTER[handoff.actions[action_id], outcome])
+    due -= handoff.facts
+    if due and (not pending or rng.random() < 0.5):
+        while True:  # a fact of a due kind, or (rarely) any other
+            fact = _fact(rng, handoff, handoff_ids)
+            if next(iter(fact)) in due or rng.random() < 0.05:
+                return {"coordinator": handoff.key, "op": "fact", "fact": fact}
+    if pending:
+        action_id = rng.choice(pending)
+        outcome = rng.choice(GOOD[handoff.actions[action_id]])
+        return {
+            "coordinator": handoff.key,
+            "op": "outcome",
+            "action_id": action_id,
+            "outcome": outcome,
+        }
+    return None
 
 
 def _outcome(rng: random.Random, action: str | None) -> Any:
@@ -123,8 +215,23 @@ _MALFORMED = [
 ]
 
 
-def random_trace(steps: int, seed: int, live: int = 8) -> list[str]:
+def _revision_key(rng: random.Random, revision: WalkRevision) -> tuple[str, dict[str, Any]]:
+    """The revision a new coordinator runs, and the ``"revision"`` member its line carries."""
+    if revision == "seed":
+        return "seed", {}
+    if rng.random() < 0.02:
+        return "invalid", {"revision": rng.choice(BAD_REVISIONS)}
+    if revision == "a976b2bf" or rng.random() < 0.5:
+        return "a976b2bf", {"revision": "a976b2bf"}
+    return "seed", ({"revision": "seed"} if rng.random() < 0.5 else {})
+
+
+def random_trace(
+    steps: int, seed: int, live: int = 8, revision: WalkRevision = "seed"
+) -> list[str]:
     """A reactive random walk of ``steps`` trace lines over ``live`` interleaved handoffs."""
+    if revision not in WALK_REVISIONS:
+        raise ValueError(f"revision must be one of {WALK_REVISIONS}, not {revision!r}")
     rng = random.Random(seed)
     replayer = TraceReplayer()
     lines: list[str] = []
@@ -144,6 +251,7 @@ def random_trace(steps: int, seed: int, live: int = 8) -> list[str]:
             handoff_id = str(uuid.UUID(int=rng.getrandbits(128)))
             handoff_ids.append(handoff_id)
             fallback = rng.choice(FALLBACKS) if rng.random() < 0.3 else 0.0
+            runs, member = _revision_key(rng, revision)
             reply = emit(
                 {
                     "coordinator": key,
@@ -151,10 +259,11 @@ def random_trace(steps: int, seed: int, live: int = 8) -> list[str]:
                     "handoff_id": handoff_id,
                     "order": rng.choice(["SourceFirst", "DestinationFirst"]),
                     "fallback_transfer_delay_ms": fallback,
+                    **member,
                 }
             )
             if "error" not in reply:
-                handoffs.append(_Handoff(key, handoff_id))
+                handoffs.append(_Handoff(key, handoff_id, runs, diligent=rng.random() < 0.35))
             continue
         roll = rng.random()
         if roll < 0.01:
@@ -164,6 +273,12 @@ def random_trace(steps: int, seed: int, live: int = 8) -> list[str]:
         handoff = rng.choice(handoffs)
         if roll < 0.03:
             op: dict[str, Any] = {"coordinator": f"ghost{rng.randrange(3)}", "op": "start"}
+        elif (
+            handoff.diligent
+            and rng.random() < 0.9
+            and (diligent := _diligent_op(rng, handoff, handoff_ids)) is not None
+        ):
+            op = diligent
         elif roll < 0.12:
             op = {"coordinator": handoff.key, "op": "start"}
         elif roll < 0.45:
@@ -194,10 +309,16 @@ def random_trace(steps: int, seed: int, live: int = 8) -> list[str]:
             handoff.actions[issued["id"]] = name
         if op["op"] == "outcome" and "error" not in reply and op["action_id"] in handoff.actions:
             handoff.acked.setdefault(op["action_id"], op["outcome"])
-        if reply.get("complete") and op["coordinator"] == handoff.key:
-            handoff.complete = True
-            if rng.random() < 0.7:  # keep some completed ones around for late inputs
-                handoffs.remove(handoff)
+        if op["op"] == "fact" and "error" not in reply:
+            handoff.facts.add(next(iter(op["fact"])))
+        if op["coordinator"] != handoff.key:
+            continue
+        handoff.complete = bool(reply.get("complete"))
+        handoff.completion = reply.get("completion")
+        # Keep some completed ones around for late inputs, and most of those a
+        # terminal fact would reopen (they are retired after a few more lines).
+        if handoff.complete and rng.random() < (0.25 if handoff.may_reopen else 0.7):
+            handoffs.remove(handoff)
     return lines
 
 
@@ -229,9 +350,13 @@ def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-def run_oracle(oracle: Path, trace: list[str], *, raw: bool = False) -> list[str]:
+def run_oracle(
+    oracle: Path, trace: list[str], *, raw: bool = False, revision: str | None = None
+) -> list[str]:
+    """The oracle's replies; ``revision`` is the default for ``new`` lines naming none."""
+    flags = [*(["--raw"] if raw else []), *(["--revision", revision] if revision else [])]
     result = subprocess.run(
-        [str(oracle), *(["--raw"] if raw else [])],
+        [str(oracle), *flags],
         input="\n".join(trace) + "\n",
         capture_output=True,
         text=True,
@@ -244,8 +369,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--live", type=int, default=8, help="interleaved handoffs")
+    parser.add_argument(
+        "--revision",
+        choices=WALK_REVISIONS,
+        default="seed",
+        help="the revision every coordinator runs, or mixed per coordinator",
+    )
     args = parser.parse_args()
-    trace = random_trace(args.steps, args.seed)
+    trace = random_trace(args.steps, args.seed, live=args.live, revision=args.revision)
     ours = list(replay(trace))
     theirs = run_oracle(build_oracle(), trace)
     problems = compare(trace, ours, theirs)

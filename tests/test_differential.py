@@ -1,19 +1,26 @@
 """The library against the compiled Rust reference, on random walks and on fixed traces.
 
 The oracle (tests/oracle) is the reference's own code behind a replay harness;
-by default it carries the three documented improvements, ``--raw`` not.
+by default it carries the three documented improvements, ``--raw`` not. Each
+coordinator runs the protocol revision its ``new`` line names (README, Protocol revisions):
+``seed`` is the improved reference, ``a976b2bf`` the same patched to that
+revision; walks run each revision alone and both mixed.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from handoff_fsm import Revision
 from handoff_fsm.io.replay import replay
 from tests.differential import (
     ORACLE_DIR,
+    WalkRevision,
     build_oracle,
     compare,
     normalized,
@@ -30,16 +37,84 @@ def oracle() -> Path:
     return build_oracle()
 
 
-@pytest.mark.parametrize(("seed", "live"), [(1, 8), (2, 2), (3, 40)])
-def test_random_walks_match_the_reference(oracle: Path, seed: int, live: int) -> None:
-    trace = random_trace(40_000, seed, live=live)
-    problems = compare(trace, list(replay(trace)), run_oracle(oracle, trace))
+@pytest.mark.parametrize(
+    ("revision", "seed", "live"),
+    [
+        ("seed", 1, 8),
+        ("seed", 2, 2),
+        ("seed", 3, 40),
+        ("a976b2bf", 4, 8),
+        ("a976b2bf", 5, 40),
+        ("mixed", 6, 8),
+    ],
+)
+def test_random_walks_match_the_reference(
+    oracle: Path, revision: WalkRevision, seed: int, live: int
+) -> None:
+    trace = random_trace(40_000, seed, live=live, revision=revision)
+    theirs = run_oracle(oracle, trace)
+    problems = compare(trace, list(replay(trace)), theirs)
+    assert problems == [], "\n".join(problems[:10])
+    if revision != "seed":
+        _assert_the_walk_exercised_a976b2bf(trace, theirs)
+
+
+def _assert_the_walk_exercised_a976b2bf(trace: list[str], replies: list[str]) -> None:
+    """Agreement means little unless the walk reached what a976b2bf changes: the
+    reopened cleanup after a success and the rejected scheduled delay."""
+    reopened: set[str] = set()  # coordinator keys name one coordinator each
+    second_completions = rejected_reservations = 0
+    for line, text in zip(trace, replies, strict=True):
+        reply = json.loads(text)
+        key = reply["coordinator"]
+        kinds = [next(iter(issued["action"])) for issued in reply.get("actions", [])]
+        if kinds == ["CancelDestination"] and reply["completion"] == "Success":
+            assert not reply["complete"], text
+            reopened.add(key)  # a terminal fact after success reopened cleanup
+        elif key in reopened and "Complete" in kinds:
+            assert (kinds, reply["completion"]) == (["Complete"], "Canceled"), text
+            second_completions += 1
+        if reply.get("error", {}).get("code") == "invalid_transfer_delay":
+            rejected_reservations += '"DestinationReserved"' in line  # never fails in seed
+    assert len(reopened) >= 20, len(reopened)
+    assert second_completions >= len(reopened) // 2, (second_completions, len(reopened))
+    assert rejected_reservations >= 2, rejected_reservations
+
+
+@pytest.mark.parametrize(("revision", "seed"), [("seed", 11), ("a976b2bf", 12)])
+def test_the_statechart_engine_matches_the_reference_too(
+    oracle: Path, revision: WalkRevision, seed: int
+) -> None:
+    trace = random_trace(4_000, seed, revision=revision)
+    problems = compare(trace, list(replay(trace, engine="statechart")), run_oracle(oracle, trace))
     assert problems == [], "\n".join(problems[:10])
 
 
-def test_the_statechart_engine_matches_the_reference_too(oracle: Path) -> None:
-    trace = random_trace(4_000, 11)
-    problems = compare(trace, list(replay(trace, engine="statechart")), run_oracle(oracle, trace))
+def test_the_oracle_meets_its_hand_derived_expectations(oracle: Path) -> None:
+    """check_examples.py: every example's replies, line by line, as derived from the
+    reference, docs/ARCHITECTURE.md §6 and README's Protocol revisions, under --raw,
+    --improved and --revision a976b2bf."""
+    check = subprocess.run(
+        [sys.executable, str(ORACLE_DIR / "check_examples.py"), str(oracle)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert " 0 problem(s)" in check.stdout
+
+
+def test_a_default_revision_applies_to_new_lines_naming_none(oracle: Path) -> None:
+    """The default revision on both sides: a walk with every revision key removed,
+    replayed with a976b2bf as the default, answers exactly as the walk that names
+    a976b2bf on each line."""
+    named = random_trace(3_000, 13, revision="a976b2bf")
+    unnamed = [line.replace(', "revision": "a976b2bf"', "") for line in named]
+    assert sum('"revision"' in line for line in unnamed) < 100  # only the invalid names
+    theirs = run_oracle(oracle, unnamed, revision="a976b2bf")
+    assert theirs == run_oracle(oracle, named)
+    assert run_oracle(oracle, unnamed) != theirs  # the seed answers differently
+    problems = compare(unnamed, list(replay(unnamed, revision=Revision.A976B2BF)), theirs)
     assert problems == [], "\n".join(problems[:10])
 
 

@@ -2,12 +2,16 @@
 """Check handoff-oracle against hand-derived expectations for examples/*.jsonl.
 
 The expectations below were derived by reading reference/replay_handoff.rs
-(and docs/ARCHITECTURE.md §6/§7), not by running the oracle. For every example
-and both variants this checks, per line: the actions (ids, kinds, handoff ids, delays
-bit-for-bit against Python float arithmetic) or the error code (and message
-fragments), complete/completion and the echoed coordinator; that every reply
-is byte-identical to Python's ``json.dumps(json.loads(reply))``; and that the
-output equals the committed golden file ``examples/NAME.VARIANT.expected.jsonl``
+(and docs/ARCHITECTURE.md §6/§7, and README's Protocol revisions for a976b2bf),
+not by running the oracle. Each example is replayed in several runs (RUNS: ``--raw``, the
+reference as written for every coordinator; ``--improved``, each coordinator
+under the revision its ``new`` line names, seed by default; ``--revision
+a976b2bf``, the same with a976b2bf as the default). For every run this checks,
+per line: the actions (ids, kinds, handoff ids, delays bit-for-bit against
+Python float arithmetic) or the error code (and message fragments),
+complete/completion and the echoed coordinator; that every reply is
+byte-identical to Python's ``json.dumps(json.loads(reply))``; and that the
+output equals the committed golden file ``examples/NAME.RUN.expected.jsonl``
 (``--update-golden`` rewrites those after the hand checks pass).
 
 Usage: python3 check_examples.py [path/to/handoff-oracle] [--update-golden]
@@ -35,16 +39,35 @@ def delay(tokens: int, kv: int, bandwidth: float) -> float:
     return float(tokens) * float(kv) / (bandwidth * 1e9) * 1000.0
 
 
+# With the newer timing model's state bytes (every revision): a fixed payload added in f64.
+def state_delay(tokens: int, kv: int | None, bandwidth: float, state_bytes: int) -> float:
+    return (float(tokens) * float(kv or 0) + float(state_bytes)) / (bandwidth * 1e9) * 1000.0
+
+
 D_SF = delay(10, 1024, 1.0)
 assert struct.pack("<d", D_SF) == struct.pack("<d", 10.0 * 1024.0 / (1.0 * 1e9) * 1000.0)
 D_DF = delay(37, 2048, 25.5)
 # errors_and_delays line 18: MAX * MAX / (5e-324 * 1e9) overflows to inf (no exception).
 assert delay(MAX, MAX, 5e-324) == INF
+# a976b2bf_scheduled_delay: with 1e-300 GB/s, 10 tokens of 1 KiB take a finite
+# 1.024e298 ms (the full prompt is validated), MAX tokens an infinite time.
+D_TINY10 = delay(10, 1024, 1e-300)
+D_TINY3 = delay(3, 1024, 1e-300)
+assert math.isfinite(D_TINY10) and delay(MAX, 1024, 1e-300) == INF
+# state_bytes: full prompt (10 tokens) with 4096 state bytes; state bytes alone.
+D_STATE = state_delay(10, 1024, 2.5, 4096)
+D_STATE_ONLY = state_delay(7, None, 1.0, 1_000_000)
+assert D_STATE != delay(10, 1024, 2.5) and state_delay(10, None, 1e-300, MAX) == INF
 
 # A line's expectation: "[]", "0:SubmitPrefill 1:StartTransfer@<float>", "!code",
-# "!code~message fragment", each optionally followed by " |Success"/" |Canceled".
-# A tuple is (raw, improved) where the variants differ.
-E = str | tuple[str, str]
+# "!code~message fragment", each optionally followed by " |Success"/" |Canceled"
+# (complete, with that completion) or " |Success(open)" (not complete, yet the
+# completion reads Success: an a976b2bf cleanup reopened after success).
+# A tuple is (raw, every other run) where they differ; a dict names each run.
+E = str | tuple[str, str] | dict[str, str]
+
+RUNS = {"raw": ["--raw"], "improved": ["--improved"], "a976b2bf": ["--revision", "a976b2bf"]}
+DEFAULT_RUNS = ("raw", "improved")
 
 EXPECT: dict[str, list[E]] = {
     "source_first_success": [
@@ -193,7 +216,159 @@ MALFORMED_COORDINATORS = (
     + ["m1"]
 )
 
-NAMED = {"D_SF": D_SF, "D_DF": D_DF, "INF": INF, "-INF": -INF, "NAN": NAN}
+# ------------------------------------------------------------------ revision a976b2bf
+# Coordinators whose `new` line says "revision": "a976b2bf"; the raw reference
+# runs them as written (it knows no revisions), so its column is the seed's.
+S, O = " |Success", " |Success(open)"  # complete Success / reopened, completion still Success
+C = " |Canceled"
+SUCCESS_PATH = [
+    "0:SubmitPrefill",
+    "[]",
+    "1:ReserveDestination",
+    "[]",
+    "2:StartTransfer@D_SF",
+    "[]",
+    "3:ActivateDestination",
+    "4:ReleaseSource",
+    "5:Complete" + S,
+]
+EXPECT["a976b2bf_cancel_after_success"] = [
+    # sf: SourceFirst; the Complete is acknowledged before the cancel arrives.
+    "[]",
+    *SUCCESS_PATH,
+    "[]" + S,  # ack of Complete: ignored while complete
+    ("[]" + S, "6:CancelDestination" + O),  # cleanup reopens, destination only
+    ("[]" + S, "!unknown_action~HandoffActionId(0)" + O),  # journal cleared at Complete
+    ("[]" + S, "!unknown_action~HandoffActionId(5)" + O),  # ... the Complete's own id too
+    ("[]" + S, "!unknown_action~HandoffActionId(4)" + O),
+    ("[]" + S, "[]" + O),  # a second terminal fact during the reopened cleanup
+    ("[]" + S, "[]" + O),
+    ("[]" + S, "[]" + O),  # start() issues nothing once not active
+    ("!foreign_handoff" + S, "!foreign_handoff" + O),
+    ("[]" + S, "[]" + O),  # non-terminal facts are ignored while cleaning up
+    ("[]" + S, "!invalid_outcome~invalid handoff action outcome Submitted" + O),
+    ("[]" + S, "!cleanup_action_failed~HandoffActionId(6)" + O),
+    ("[]" + S, "7:Complete" + C),  # neither rejection was journalled (§6.1)
+    ("[]" + S, "[]" + C),
+    ("[]" + S, "[]" + C),  # after the second completion, facts are ignored
+    ("[]" + S, "[]" + C),
+    ("[]" + S, "[]" + C),
+    ("!foreign_handoff" + S, "!foreign_handoff" + C),
+    # df: DestinationFirst; the cancel arrives before the Complete is acknowledged.
+    "[]",
+    "0:ReserveDestination",
+    "[]",
+    "1:SubmitPrefill",
+    "[]",
+    "2:StartTransfer@D_DF",
+    "[]",
+    "3:ActivateDestination",
+    "4:ReleaseSource",
+    "5:Complete" + S,
+    ("[]" + S, "6:CancelDestination" + O),
+    ("[]" + S, "!unknown_action~HandoffActionId(5)" + O),
+    ("[]" + S, "7:Complete" + C),
+    ("[]" + S, "[]" + C),
+    ("[]" + S, "[]" + C),
+    # seed (named explicitly), same inputs as sf: a cancel after success is ignored.
+    "[]",
+    *SUCCESS_PATH,
+    "[]" + S,
+    "[]" + S,
+]
+EXPECT["a976b2bf_scheduled_delay"] = [
+    # sf (a976b2bf): the DestinationReserved that would schedule an infinite delay.
+    "[]",
+    "0:SubmitPrefill",
+    "[]",
+    "1:ReserveDestination",  # the full-prompt delay (10 tokens) is finite
+    "[]",
+    ("2:StartTransfer@INF", "!invalid_transfer_delay~invalid handoff transfer delay inf"),
+    "!transfer_completed_before_scheduled",
+    ("[]", "2:StartTransfer@D_TINY3"),  # nothing was latched: this one is not a duplicate
+    "[]",  # now reserved: a repeat is ignored before any check
+    "[]",
+    # sf-seed: the seed schedules the infinite delay.
+    "[]",
+    "0:SubmitPrefill",
+    "[]",
+    "1:ReserveDestination",
+    "[]",
+    "2:StartTransfer@INF",
+    "!transfer_completed_before_scheduled",
+    "[]",
+    "[]",
+    "[]",
+    # df (a976b2bf, fallback 2.5): the SourceHeld triggers it in DestinationFirst.
+    "[]",
+    "0:ReserveDestination",
+    "[]",
+    "1:SubmitPrefill",  # reserved with MAX transferable tokens
+    "[]",
+    ("2:StartTransfer@INF", "!invalid_transfer_delay~invalid handoff transfer delay inf"),
+    ("[]", "2:StartTransfer@2.5"),  # bandwidth 0.0: no model, the fallback is scheduled
+    "[]",
+    "[]",
+    "3:ActivateDestination",
+]
+EXPECT["state_bytes"] = [
+    "[]",
+    "0:SubmitPrefill",
+    "[]",
+    "1:ReserveDestination",
+    "[]",
+    "2:StartTransfer@D_STATE",
+    "[]",
+    "0:ReserveDestination",
+    "[]",
+    "1:SubmitPrefill",
+    "[]",
+    "!invalid_input~state_bytes",  # null
+    "!invalid_input~state_bytes",  # negative
+    "!invalid_input~state_bytes",  # 1.0 is not an integer
+    "!invalid_transfer_delay~invalid handoff transfer delay inf",  # MAX state bytes, 1e-300 GB/s
+    "2:StartTransfer@D_STATE_ONLY",  # no per-token bytes: the state bytes alone
+    "[]",
+    "0:SubmitPrefill",
+    "[]",
+    "1:ReserveDestination",  # no per-token bytes and no state bytes: no model
+    "[]",
+    "2:StartTransfer@7.5",
+]
+
+
+EXPECT["revisions"] = [
+    "[]",
+    "[]",
+    "[]",
+    '!invalid_revision~unknown revision "A976B2BF"',  # names are exact, in every run
+    "!unknown_coordinator",  # nothing was created
+    "!invalid_input~revision",  # not a string
+    "!invalid_input~revision",  # null
+    "!invalid_revision",  # read with the line, before the duplicate is looked for
+    "!duplicate_coordinator",
+    "!invalid_revision",  # ... and before the fallback is checked
+    # then lines alternate between x (no revision), s (seed) and a (a976b2bf)
+    *[step for expect in SUCCESS_PATH for step in (expect, expect, expect)],
+    {"raw": "[]" + S, "improved": "[]" + S, "a976b2bf": "6:CancelDestination" + O},
+    "[]" + S,
+    ("[]" + S, "6:CancelDestination" + O),
+    {"raw": "[]" + S, "improved": "[]" + S, "a976b2bf": "7:Complete" + C},
+    "[]" + S,
+    ("[]" + S, "7:Complete" + C),
+]
+EXAMPLE_RUNS = {"revisions": ("raw", "improved", "a976b2bf")}
+
+NAMED = {
+    "D_SF": D_SF,
+    "D_DF": D_DF,
+    "D_TINY3": D_TINY3,
+    "D_STATE": D_STATE,
+    "D_STATE_ONLY": D_STATE_ONLY,
+    "INF": INF,
+    "-INF": -INF,
+    "NAN": NAN,
+}
 
 
 def as_float(text: str) -> float:
@@ -228,9 +403,13 @@ def check_line(
 ) -> list[str]:
     problems: list[str] = []
     body, _, completion_text = expect.partition(" |")
-    completion = completion_text or None
-    if reply.get("complete") != (completion is not None) or reply.get("completion") != completion:
-        problems.append(f"{where}: expected completion {completion!r}, got {reply!r}")
+    completion, reopened, _ = completion_text.partition("(open)")
+    complete = bool(completion) and not reopened
+    if reply.get("complete") != complete or reply.get("completion") != (completion or None):
+        problems.append(
+            f"{where}: expected complete={complete}, completion {completion or None!r}, "
+            f"got {reply!r}"
+        )
     if body.startswith("!"):
         code, _, fragment = body[1:].partition("~")
         err = reply.get("error")
@@ -279,8 +458,8 @@ def main() -> int:
         trace_lines = trace.split(b"\n")[:-1]
         ids = handoff_ids(trace_lines)
         assert len(expectations) == len(trace_lines), (name, len(expectations), len(trace_lines))
-        for variant, index in (("raw", 0), ("improved", 1)):
-            run = subprocess.run([binary, f"--{variant}"], input=trace, capture_output=True)
+        for variant in EXAMPLE_RUNS.get(name, DEFAULT_RUNS):
+            run = subprocess.run([binary, *RUNS[variant]], input=trace, capture_output=True)
             if run.returncode != 0:
                 problems.append(f"{name}/{variant}: exit {run.returncode}: {run.stderr!r}")
                 continue
@@ -292,7 +471,12 @@ def main() -> int:
                 reply = json.loads(text)
                 if json.dumps(reply) != text:
                     problems.append(f"{name}/{variant}:{n}: not json.dumps-identical: {text}")
-                exp = expect if isinstance(expect, str) else expect[index]
+                if isinstance(expect, dict):
+                    exp = expect[variant]
+                elif isinstance(expect, tuple):
+                    exp = expect[0 if variant == "raw" else 1]
+                else:
+                    exp = expect
                 coord = reply.get("coordinator")
                 if name == "malformed":
                     if coord != MALFORMED_COORDINATORS[n - 1]:

@@ -2,27 +2,25 @@
 //! through the vendored Rust reference `HandoffCoordinatorCore` and writes one JSON
 //! reply per input line to stdout.
 //!
-//! Rule kept here: the harness owns I/O, the coordinator table and the
-//! trace-level errors (`invalid_input`, `duplicate_coordinator`,
-//! `unknown_coordinator`, `invalid_fallback`); every handoff decision comes
-//! from the reference code. An error message the oracle cannot map to a code
-//! aborts the run (exit status 3) instead of guessing.
+//! Rule kept here: the harness owns I/O, the coordinator table, the choice of
+//! variant per coordinator (its `new` line's `"revision"`, else `--revision`)
+//! and the trace-level errors (`invalid_input`, `duplicate_coordinator`,
+//! `unknown_coordinator`, `invalid_revision`, `invalid_fallback`); every
+//! handoff decision comes from the reference code. An error message the oracle
+//! cannot map to a code aborts the run (exit status 3) instead of guessing.
 //!
-//! Usage: `handoff-oracle [--raw | --improved] < trace.jsonl > replies.jsonl`
-//!        `handoff-oracle --dump-improved-source`
+//! Usage: `handoff-oracle [--raw | --improved] [--revision seed|a976b2bf] < trace.jsonl`
+//!        `handoff-oracle --dump-source raw|improved|a976b2bf`
 
 mod engine;
 mod json;
 mod trace;
 mod variant;
 
-/// The vendored reference, compiled exactly as written (`--raw`).
-#[allow(dead_code, unused_imports)]
-#[path = "../reference/replay_handoff.rs"]
-pub mod replay_handoff;
-
-// `pub mod replay_handoff_improved;`: the reference patched by build.rs (default).
+// `pub mod replay_handoff_NAME;` for each variant build.rs derives from the reference.
+include!(concat!(env!("OUT_DIR"), "/raw_mod.rs"));
 include!(concat!(env!("OUT_DIR"), "/improved_mod.rs"));
+include!(concat!(env!("OUT_DIR"), "/a976b2bf_mod.rs"));
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -30,53 +28,104 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::process::ExitCode;
 
 use trace::{Line, Op};
-use variant::{Core, Issued, error_code};
-
-const IMPROVED_SOURCE: &str =
-    include_str!(concat!(env!("OUT_DIR"), "/replay_handoff_improved.rs"));
+use variant::{Coordinator, Issued, Revision, Variant, error_code};
 
 const USAGE: &str = "\
-usage: handoff-oracle [--raw | --improved] < TRACE.jsonl > REPLIES.jsonl
-       handoff-oracle --dump-improved-source
+usage: handoff-oracle [--raw | --improved] [--revision seed|a976b2bf] < TRACE.jsonl > REPLIES.jsonl
+       handoff-oracle --dump-source raw|improved|a976b2bf
 
 Replays a handoff trace (docs/ARCHITECTURE.md §7) through the Rust reference coordinator.
-  --improved   (default) the reference with the docs/ARCHITECTURE.md §6 improvements
-  --raw        the reference exactly as written (release build: no debug_assert!)
-  --dump-improved-source  print the patched reference the improved variant runs
+A `new` line may name its protocol revision (README, Protocol revisions): \"revision\": \"seed\"
+runs the improved reference, \"a976b2bf\" the reference patched to that revision.
+  --improved   (default) run each coordinator's revision, with the docs/ARCHITECTURE.md §6
+               improvements
+  --raw        the reference exactly as written for every coordinator, whatever its
+               revision (release build: no debug_assert!)
+  --revision R the revision of a `new` line without one (default: seed)
+  --dump-source V  print the (patched) reference a variant runs
+  --dump-improved-source  same as --dump-source improved
 ";
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// What the command line asks for.
+enum Command {
+    Replay {
+        raw: bool,
+        default_revision: Revision,
+    },
+    DumpSource(Variant),
+    Help,
+}
+
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
+    let mut args = args.into_iter();
     let mut raw = false;
-    for arg in &args {
-        match arg.as_str() {
+    let mut default_revision = Revision::Seed;
+    while let Some(arg) = args.next() {
+        // `--flag value` or `--flag=value` for the flags that take one.
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let takes_value = matches!(flag, "--revision" | "--dump-source");
+        if inline.is_some() && !takes_value {
+            return Err(format!("{flag} takes no value"));
+        }
+        let value = if takes_value {
+            inline
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{flag} needs a value"))?
+        } else {
+            String::new()
+        };
+        match flag {
             "--raw" => raw = true,
             "--improved" => raw = false,
-            "--dump-improved-source" => {
-                print!("{IMPROVED_SOURCE}");
-                return ExitCode::SUCCESS;
+            "--revision" => {
+                default_revision =
+                    Revision::parse(&value).ok_or_else(|| format!("unknown revision {value:?}"))?;
             }
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return ExitCode::SUCCESS;
+            "--dump-source" => {
+                let variant =
+                    Variant::parse(&value).ok_or_else(|| format!("unknown variant {value:?}"))?;
+                return Ok(Command::DumpSource(variant));
             }
-            other => {
-                eprint!("handoff-oracle: unknown argument {other:?}\n{USAGE}");
-                return ExitCode::from(2);
-            }
+            "--dump-improved-source" => return Ok(Command::DumpSource(Variant::Improved)),
+            "-h" | "--help" => return Ok(Command::Help),
+            _ => return Err(format!("unknown argument {arg:?}")),
         }
     }
+    Ok(Command::Replay {
+        raw,
+        default_revision,
+    })
+}
+
+fn main() -> ExitCode {
+    let (raw, default_revision) = match parse_args(std::env::args().skip(1)) {
+        Ok(Command::Replay {
+            raw,
+            default_revision,
+        }) => (raw, default_revision),
+        Ok(Command::DumpSource(variant)) => {
+            print!("{}", variant.source());
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Help) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprint!("handoff-oracle: {message}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
     if raw && cfg!(debug_assertions) {
         eprintln!(
             "handoff-oracle: warning: debug build; the reference's debug_assert!s are live \
              (build with --release for the reference's release behaviour)"
         );
     }
-    let result = if raw {
-        run::<replay_handoff::HandoffCoordinatorCore>()
-    } else {
-        run::<replay_handoff_improved::HandoffCoordinatorCore>()
-    };
+    let result = run(Replay::new(raw, default_revision));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Fatal::Io(err)) => {
@@ -104,11 +153,12 @@ impl From<io::Error> for Fatal {
     }
 }
 
-fn run<C: Core>() -> Result<(), Fatal> {
-    C::self_check();
+fn run(mut replay: Replay) -> Result<(), Fatal> {
+    for variant in Variant::ALL {
+        variant.self_check();
+    }
     let mut reader = BufReader::with_capacity(1 << 16, io::stdin().lock());
     let mut writer = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let mut replay = Replay::<C>::default();
     let mut buf = Vec::new();
     let mut out = String::new();
     let mut line_no = 0u64;
@@ -133,19 +183,23 @@ fn run<C: Core>() -> Result<(), Fatal> {
     result
 }
 
-struct Replay<C> {
-    coordinators: HashMap<String, C>,
+struct Replay {
+    coordinators: HashMap<String, Box<dyn Coordinator>>,
+    /// `--raw`: every coordinator runs the reference as written.
+    raw: bool,
+    /// The revision of a `new` line that names none.
+    default_revision: Revision,
 }
 
-impl<C> Default for Replay<C> {
-    fn default() -> Self {
+impl Replay {
+    fn new(raw: bool, default_revision: Revision) -> Self {
         Self {
             coordinators: HashMap::new(),
+            raw,
+            default_revision,
         }
     }
-}
 
-impl<C: Core> Replay<C> {
     /// Apply one input line and write its reply (without the newline) to `out`.
     fn line(&mut self, bytes: &[u8], line_no: u64, out: &mut String) -> Result<(), Fatal> {
         let invalid = |coordinator: Option<&str>, detail: &str, out: &mut String| {
@@ -181,14 +235,32 @@ impl<C: Core> Replay<C> {
                 handoff_id,
                 order,
                 fallback_transfer_delay_ms: fallback,
+                revision,
             } => {
+                // The revision is read with the line (like its order), so an unknown
+                // name is reported before the coordinator table is consulted.
+                let revision = match revision.as_deref().map(Revision::parse) {
+                    None => self.default_revision,
+                    Some(Some(revision)) => revision,
+                    Some(None) => {
+                        let message = format!(
+                            "line {line_no}: unknown revision {:?} (expected one of {:?})",
+                            revision.unwrap_or_default(),
+                            Revision::ALL.map(Revision::name),
+                        );
+                        self.error_reply(out, Some(&coordinator), "invalid_revision", &message);
+                        return Ok(());
+                    }
+                };
                 if self.coordinators.contains_key(&coordinator) {
                     let message =
                         format!("line {line_no}: coordinator {coordinator:?} already exists");
                     self.error_reply(out, Some(&coordinator), "duplicate_coordinator", &message);
                     return Ok(());
                 }
-                if C::REJECTS_INVALID_FALLBACK && !(fallback.is_finite() && fallback >= 0.0) {
+                let variant = Variant::running(revision, self.raw);
+                if variant.rejects_invalid_fallback() && !(fallback.is_finite() && fallback >= 0.0)
+                {
                     let message = format!(
                         "line {line_no}: invalid fallback transfer delay {fallback} \
                          (must be finite and >= 0)"
@@ -196,7 +268,7 @@ impl<C: Core> Replay<C> {
                     self.error_reply(out, Some(&coordinator), "invalid_fallback", &message);
                     return Ok(());
                 }
-                let core = C::create(handoff_id, order, fallback);
+                let core = variant.create(handoff_id, order, fallback);
                 self.coordinators.insert(coordinator.clone(), core);
                 Ok(Vec::new())
             }
@@ -209,10 +281,7 @@ impl<C: Core> Replay<C> {
                 match &op {
                     Op::Start => core.start(),
                     Op::Fact(fact) => core.fact(fact),
-                    Op::Outcome {
-                        action_id,
-                        outcome,
-                    } => core.outcome(*action_id, outcome),
+                    Op::Outcome { action_id, outcome } => core.outcome(*action_id, outcome),
                     Op::New { .. } => unreachable!(),
                 }
             }
@@ -290,6 +359,79 @@ impl<C: Core> Replay<C> {
                 out.push_str("\"}");
             }
             None => out.push_str("null}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Command, String> {
+        parse_args(args.iter().map(|arg| arg.to_string()))
+    }
+
+    fn replay_args(args: &[&str]) -> (bool, Revision) {
+        match parse(args) {
+            Ok(Command::Replay {
+                raw,
+                default_revision,
+            }) => (raw, default_revision),
+            _ => panic!("{args:?} should ask for a replay"),
+        }
+    }
+
+    #[test]
+    fn command_line() {
+        assert_eq!(replay_args(&[]), (false, Revision::Seed));
+        assert_eq!(replay_args(&["--raw"]), (true, Revision::Seed));
+        assert_eq!(replay_args(&["--raw", "--improved"]), (false, Revision::Seed));
+        assert_eq!(
+            replay_args(&["--revision", "a976b2bf"]),
+            (false, Revision::A976b2bf)
+        );
+        assert_eq!(
+            replay_args(&["--revision=a976b2bf", "--raw", "--revision=seed"]),
+            (true, Revision::Seed)
+        );
+        for (args, variant) in [
+            (&["--dump-source", "raw"][..], Variant::Raw),
+            (&["--dump-source=a976b2bf"][..], Variant::A976b2bf),
+            (&["--dump-improved-source"][..], Variant::Improved),
+        ] {
+            assert!(matches!(parse(args), Ok(Command::DumpSource(v)) if v == variant));
+        }
+        assert!(matches!(parse(&["-h"]), Ok(Command::Help)));
+        for bad in [
+            &["--revision"][..],
+            &["--revision", "A976B2BF"],
+            &["--revision="],
+            &["--raw=1"],
+            &["--dump-source", "seed"],
+            &["--bogus"],
+            &["raw"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn every_variant_derives_from_the_reference() {
+        let reference = include_str!("../reference/replay_handoff.rs");
+        let code = |text: &'static str| text.split("#[cfg(test)]\nmod tests {").next().unwrap();
+        // raw runs the reference's code as written (below a one-line GENERATED header);
+        // the others carry their patch markers.
+        let (header, raw) = Variant::Raw.source().split_once('\n').unwrap();
+        assert!(header.starts_with("// GENERATED by tests/oracle/build.rs"));
+        assert_eq!(code(raw), code(reference));
+        assert!(Variant::Improved.source().contains("oracle patch §6.2"));
+        assert!(!Variant::Improved.source().contains("a976b2bf"));
+        let a976b2bf = Variant::A976b2bf.source();
+        assert!(a976b2bf.contains("oracle patch §6.1") && a976b2bf.contains("oracle patch §6.2"));
+        assert!(a976b2bf.contains("oracle patch a976b2bf, reopened cleanup"));
+        assert!(a976b2bf.contains("oracle patch a976b2bf, scheduled delay"));
+        for variant in Variant::ALL {
+            variant.self_check();
         }
     }
 }

@@ -4,7 +4,9 @@
 //! (repeated keys never get here: the JSON reader rejects them). Integers are JSON integers without sign, fraction or
 //! exponent that fit u64; floats are any JSON number or `NaN`/`Infinity`/
 //! `-Infinity`; optional fields may be omitted (and, where the Rust field is an
-//! `Option`, be `null`). Every error here becomes `invalid_input`.
+//! `Option`, be `null`). Every error here becomes `invalid_input`; a `new`
+//! line's `"revision"` is only checked to be a string here (which names exist
+//! is the harness's business: an unknown one is `invalid_revision`).
 
 use crate::engine::{HandoffId, HandoffTransferTiming, TransferTimingMode};
 use crate::json::Value;
@@ -59,6 +61,8 @@ pub enum Op {
         handoff_id: HandoffId,
         order: Order,
         fallback_transfer_delay_ms: f64,
+        /// The `"revision"` string, if the line has one.
+        revision: Option<String>,
     },
     Start,
     Fact(Fact),
@@ -138,6 +142,14 @@ impl<'a> Fields<'a> {
         Ok(self.u64(key)? as usize)
     }
 
+    /// May be omitted (then 0), but not `null`: the Rust field is not an `Option`.
+    fn usize_or_zero(&self, key: &str) -> Result<usize, String> {
+        match self.get(key) {
+            None => Ok(0),
+            Some(_) => self.usize(key),
+        }
+    }
+
     fn optional_usize(&self, key: &str) -> Result<Option<usize>, String> {
         match self.get(key) {
             None | Some(Value::Null) => Ok(None),
@@ -202,6 +214,7 @@ pub fn parse_line(value: &Value) -> Result<Line, String> {
             "handoff_id",
             "order",
             "fallback_transfer_delay_ms",
+            "revision",
         ],
         "start" => &["coordinator", "op"],
         "fact" => &["coordinator", "op", "fact"],
@@ -231,10 +244,15 @@ pub fn parse_line(value: &Value) -> Result<Line, String> {
                     fields.wrong("fallback_transfer_delay_ms", "a number", value)
                 })?,
             };
+            let revision = match fields.get("revision") {
+                None => None,
+                Some(_) => Some(fields.string("revision")?.to_owned()),
+            };
             Op::New {
                 handoff_id,
                 order,
                 fallback_transfer_delay_ms,
+                revision,
             }
         }
         "start" => Op::Start,
@@ -302,6 +320,7 @@ fn parse_timing(value: &Value) -> Result<HandoffTransferTiming, String> {
             "full_prompt_tokens",
             "kv_bytes_per_token",
             "bandwidth_gb_s",
+            "state_bytes",
         ],
     )?;
     let mode = match fields.string("mode")? {
@@ -318,6 +337,7 @@ fn parse_timing(value: &Value) -> Result<HandoffTransferTiming, String> {
         full_prompt_tokens: fields.usize("full_prompt_tokens")?,
         kv_bytes_per_token: fields.optional_usize("kv_bytes_per_token")?,
         bandwidth_gb_s: fields.optional_f64("bandwidth_gb_s")?,
+        state_bytes: fields.usize_or_zero("state_bytes")?,
     })
 }
 
@@ -371,9 +391,16 @@ mod tests {
             Op::New {
                 handoff_id: HandoffId::new(Uuid::from_u128(1)),
                 order: Order::DestinationFirst,
-                fallback_transfer_delay_ms: 0.0
+                fallback_transfer_delay_ms: 0.0,
+                revision: None,
             }
         );
+        let l = line(&format!(
+            r#"{{"coordinator": "c", "op": "new", "handoff_id": "{ID}", "order": "SourceFirst", "revision": "no such revision"}}"#
+        ))
+        .unwrap();
+        let Op::New { revision, .. } = l.op else { panic!() };
+        assert_eq!(revision.as_deref(), Some("no such revision"));
         let l = line(&format!(
             r#"{{"op": "fact", "coordinator": "c", "fact": {{"SourceHeld": {{"handoff_id": "{}", "transfer_timing": {{"mode": "destination_missing", "full_prompt_tokens": 10, "bandwidth_gb_s": NaN}}}}}}}}"#,
             "00000000000000000000000000000001"
@@ -382,6 +409,13 @@ mod tests {
         let Op::Fact(Fact::SourceHeld { transfer_timing, .. }) = l.op else { panic!() };
         assert!(transfer_timing.bandwidth_gb_s.unwrap().is_nan());
         assert_eq!(transfer_timing.kv_bytes_per_token, None);
+        assert_eq!(transfer_timing.state_bytes, 0);
+        let l = line(&format!(
+            r#"{{"op": "fact", "coordinator": "c", "fact": {{"SourceHeld": {{"handoff_id": "{ID}", "transfer_timing": {{"mode": "full_prompt", "full_prompt_tokens": 1, "state_bytes": 18446744073709551615}}}}}}}}"#
+        ))
+        .unwrap();
+        let Op::Fact(Fact::SourceHeld { transfer_timing, .. }) = l.op else { panic!() };
+        assert_eq!(transfer_timing.state_bytes, usize::MAX);
         let l = line(r#"{"coordinator": "c", "op": "outcome", "action_id": 18446744073709551615, "outcome": {"Failed": "x"}}"#).unwrap();
         assert_eq!(l.op, Op::Outcome { action_id: u64::MAX, outcome: Outcome::Failed("x".into()) });
     }
@@ -408,6 +442,12 @@ mod tests {
             r#"{"coordinator": "c", "op": "new", "handoff_id": "x", "order": "SourceFirst"}"#,
             r#"{"coordinator": "c", "op": "new", "handoff_id": "00000000000000000000000000000001", "order": "sourcefirst"}"#,
             r#"{"coordinator": "c", "op": "new", "handoff_id": "00000000000000000000000000000001", "order": "SourceFirst", "fallback_transfer_delay_ms": null}"#,
+            r#"{"coordinator": "c", "op": "new", "handoff_id": "00000000000000000000000000000001", "order": "SourceFirst", "revision": null}"#,
+            r#"{"coordinator": "c", "op": "new", "handoff_id": "00000000000000000000000000000001", "order": "SourceFirst", "revision": 9}"#,
+            r#"{"coordinator": "c", "op": "start", "revision": "seed"}"#,
+            r#"{"coordinator": "c", "op": "fact", "fact": {"SourceHeld": {"handoff_id": "00000000000000000000000000000001", "transfer_timing": {"mode": "full_prompt", "full_prompt_tokens": 1, "state_bytes": null}}}}"#,
+            r#"{"coordinator": "c", "op": "fact", "fact": {"SourceHeld": {"handoff_id": "00000000000000000000000000000001", "transfer_timing": {"mode": "full_prompt", "full_prompt_tokens": 1, "state_bytes": -1}}}}"#,
+            r#"{"coordinator": "c", "op": "fact", "fact": {"SourceHeld": {"handoff_id": "00000000000000000000000000000001", "transfer_timing": {"mode": "full_prompt", "full_prompt_tokens": 1, "state_bytes": 1.5}}}}"#,
         ] {
             assert!(line(bad).is_err(), "{bad}");
         }
