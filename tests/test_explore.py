@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 from collections import Counter
 from functools import cache, partial
 
 import pytest
 
 from handoff_fsm import (
+    DestinationReserved,
     Failed,
     HandoffActionOutcome,
     HandoffCompletion,
@@ -23,6 +25,7 @@ from handoff_fsm import (
     IssuedHandoffAction,
     ReleaseSource,
     SourceHeld,
+    StartTransfer,
 )
 from handoff_fsm.cli import main
 from handoff_fsm.io import replay
@@ -32,6 +35,7 @@ from handoff_fsm.verify.exploration import (
     HANDOFF_ID,
     INVALID_TIMING,
     TRACE_KEY,
+    UNSCHEDULABLE_TIMING,
     VALID_TIMING,
     ExplorationReport,
     explore,
@@ -131,17 +135,43 @@ def test_inputs_in_the_initial_state() -> None:
     classes = Counter(obs.classify(op) for op in ops)
     assert classes == {
         InputClass.START: 1,
-        InputClass.PROGRESS_FACT: 3,
+        InputClass.PROGRESS_FACT: 4,
         InputClass.INVALID_TIMING: 1,
         InputClass.FAILURE_FACT: 3,
-        InputClass.FOREIGN_FACT: 7,
+        InputClass.FOREIGN_FACT: 8,
         InputClass.UNKNOWN_ACTION: 1,
     }
     facts = [op.fact for op in ops if op.fact is not None]
     held = [f for f in facts if isinstance(f, SourceHeld)]
+    timings = (VALID_TIMING, INVALID_TIMING, UNSCHEDULABLE_TIMING)
     assert {(f.handoff_id, f.transfer_timing) for f in held} == {
-        (i, t) for i in (HANDOFF_ID, FOREIGN_ID) for t in (VALID_TIMING, INVALID_TIMING)
+        (i, t) for i in (HANDOFF_ID, FOREIGN_ID) for t in timings
     }
+
+
+def test_the_alphabet_schedules_an_infinite_delay_from_a_valid_timing() -> None:
+    # A finite full-prompt delay passes validation; the delay scheduled for the
+    # destination's transferable tokens overflows (DESIGN.md §9, change 2).
+    reserved = [
+        op.fact
+        for op in inputs_for(Observation(HANDOFF_ID, SF))
+        if isinstance(op.fact, DestinationReserved) and op.fact.handoff_id == HANDOFF_ID
+    ]
+    full_prompt = UNSCHEDULABLE_TIMING.full_prompt_delay_ms()
+    assert full_prompt is not None
+    assert math.isfinite(full_prompt)
+    delays = [UNSCHEDULABLE_TIMING.delay_ms(f.transferable_prompt_tokens) for f in reserved]
+    assert delays == [math.inf]
+    coordinator = HandoffCoordinator(HANDOFF_ID, SF)
+    [submit] = coordinator.start()
+    coordinator.on_action_outcome(submit.id, HandoffActionOutcome.SUBMITTED)
+    [reserve] = coordinator.on_fact(
+        SourceHeld(handoff_id=HANDOFF_ID, transfer_timing=UNSCHEDULABLE_TIMING)
+    )
+    coordinator.on_action_outcome(reserve.id, HandoffActionOutcome.ACCEPTED)
+    [transfer] = coordinator.on_fact(reserved[0])
+    assert isinstance(transfer.action, StartTransfer)
+    assert transfer.action.delay_ms == math.inf
 
 
 def test_inputs_for_outstanding_and_acknowledged_actions() -> None:

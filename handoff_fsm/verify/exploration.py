@@ -86,6 +86,20 @@ INVALID_TIMING: Final = HandoffTransferTiming(
     bandwidth_gb_s=-1.0,
 )
 """The representative invalid timing (negative bandwidth)."""
+UNSCHEDULABLE_TIMING: Final = HandoffTransferTiming(
+    mode=TransferTimingMode.DESTINATION_MISSING,
+    full_prompt_tokens=1,
+    kv_bytes_per_token=1,
+    bandwidth_gb_s=1e-314,
+)
+"""A valid timing whose *scheduled* delay is infinite once the destination is reserved.
+
+In ``destination_missing`` mode the delay ``StartTransfer`` carries is computed
+from the destination's transferable tokens, not the prompt's: one prompt token
+takes ~1.0e308 ms (finite, so the timing passes validation), the 10 tokens the
+explored ``DestinationReserved`` reports overflow to infinity. The full-prompt
+check does not imply a finite scheduled delay (DESIGN.md §9, change 2).
+"""
 
 _UNIT: Final = {
     kind: HandoffActionOutcome(kind=kind) for kind in OutcomeKind if kind is not OutcomeKind.FAILED
@@ -103,6 +117,8 @@ def _fact_ops(handoff_id: UUID) -> tuple[Op, ...]:
         Failed(handoff_id=handoff_id),
         TimedOut(handoff_id=handoff_id),
         Canceled(handoff_id=handoff_id),
+        # Last, so the counterexamples the inputs above find stay the ones found first.
+        SourceHeld(handoff_id=handoff_id, transfer_timing=UNSCHEDULABLE_TIMING),
     ]
     return tuple(Op("fact", fact=fact) for fact in facts)
 
@@ -114,10 +130,11 @@ def inputs_for(obs: Observation) -> list[Op]:
     """Every input the explorer gives in a state the observer remembers as ``obs``.
 
     ``start``; each fact kind (SourceHeld with a valid and an invalid timing) for
-    this and for a foreign handoff; for each unacknowledged action its accepted
-    outcomes, ``Failed(..)`` and one outcome it cannot have; for each acknowledged
-    one an exact duplicate and a conflicting outcome; an outcome for the next,
-    not yet issued, action id.
+    this and for a foreign handoff, and SourceHeld with :data:`UNSCHEDULABLE_TIMING`,
+    after which the DestinationReserved given schedules an infinite delay; for each
+    unacknowledged action its accepted outcomes, ``Failed(..)`` and one outcome it
+    cannot have; for each acknowledged one an exact duplicate and a conflicting
+    outcome; an outcome for the next, not yet issued, action id.
     """
     ops = [START, *_FACT_OPS]
     for action_id, kind in obs.outstanding():
