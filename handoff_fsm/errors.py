@@ -48,6 +48,10 @@ class HandoffErrorCode(StrEnum):
     INVALID_INPUT = "invalid_input"
     DUPLICATE_COORDINATOR = "duplicate_coordinator"
     UNKNOWN_COORDINATOR = "unknown_coordinator"
+    # Behavioural diff (handoff-fsm diff).
+    UNKNOWN_DIFF_SIDE = "unknown_diff_side"
+    DIFF_SIDE_FAILED = "diff_side_failed"
+    DIFF_TOO_LARGE = "diff_too_large"
 
 
 class HandoffError(ValueError):
@@ -102,6 +106,10 @@ class TraceError(HandoffError):
     """Input could not be read (malformed JSON or wire value) or addresses no coordinator."""
 
 
+class DiffError(HandoffError):
+    """A behavioural diff could not run: a side names nothing loadable, or misbehaves."""
+
+
 _ERROR_CLASS: dict[HandoffErrorCode, type[HandoffError]] = {
     **dict.fromkeys(
         (
@@ -152,6 +160,14 @@ _ERROR_CLASS: dict[HandoffErrorCode, type[HandoffError]] = {
             HandoffErrorCode.UNKNOWN_COORDINATOR,
         ),
         TraceError,
+    ),
+    **dict.fromkeys(
+        (
+            HandoffErrorCode.UNKNOWN_DIFF_SIDE,
+            HandoffErrorCode.DIFF_SIDE_FAILED,
+            HandoffErrorCode.DIFF_TOO_LARGE,
+        ),
+        DiffError,
     ),
 }
 

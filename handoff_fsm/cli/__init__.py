@@ -22,6 +22,7 @@ _RUNNERS: dict[str, str] = {
     "review": "handoff_fsm.cli.diagrams:cli_review",
     "check": "handoff_fsm.cli.check:cli_check",
     "simulate": "handoff_fsm.cli.simulate:cli_simulate",
+    "diff": "handoff_fsm.cli.diff:cli_diff",
 }
 
 _ENGINES = ("compiled", "statechart")
@@ -127,7 +128,31 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument(
         "--coordinator-engine", choices=_ENGINES, default="compiled", help=argparse.SUPPRESS
     )
+    _add_diff(commands)
     return parser
+
+
+def _add_diff(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    diff = commands.add_parser(
+        "diff",
+        help="compare two coordinators' observable behaviour; shortest trace per difference",
+        description="Explore the product of two sides breadth-first and report every kind of "
+        "difference in their replies with its shortest trace. A side is REVISION[@ENGINE] "
+        "(seed, seed@statechart, ...), git:REV[:REVISION][@ENGINE] (the project committed "
+        "at REV of the repository containing the working directory) or "
+        "worktree[:REVISION][@ENGINE]. Exit status 0 equivalent, 1 different, 2 error.",
+    )
+    diff.add_argument("a", metavar="A", help="the side before the change")
+    diff.add_argument("b", metavar="B", help="the side after the change")
+    diff.add_argument("--json", action="store_true", help="print one JSON object")
+    diff.add_argument("-o", "--output", metavar="DIR", help="write a review of the change to DIR")
+    diff.add_argument(
+        "--max-states",
+        type=int,
+        default=50_000,
+        metavar="N",
+        help="state pairs explored per order before giving up (default 50000)",
+    )
 
 
 def _bad_remember(value: str) -> str:

@@ -70,6 +70,12 @@ _DESCRIPTIONS: Final[dict[HandoffErrorCode, str]] = {
     "keys, or carries a malformed wire value.",
     _C.DUPLICATE_COORDINATOR: "A trace `new` names a coordinator key that already exists.",
     _C.UNKNOWN_COORDINATOR: "A trace line names a coordinator key no `new` created.",
+    _C.UNKNOWN_DIFF_SIDE: "A `handoff-fsm diff` side names no known revision or engine, or a "
+    "git revision that does not exist or holds no `handoff_fsm` package.",
+    _C.DIFF_SIDE_FAILED: "A diff side's process died or left the protocol, or the side answered "
+    "the same inputs differently where no single trace can show it.",
+    _C.DIFF_TOO_LARGE: "The product of the two sides has more states than the diff's bound "
+    "allows, and no difference was found within it.",
 }
 
 
