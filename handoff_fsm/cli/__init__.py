@@ -153,6 +153,11 @@ def _add_diff(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         metavar="N",
         help="state pairs explored per order before giving up (default 50000)",
     )
+    diff.add_argument(
+        "--one-process",
+        action="store_true",
+        help="drive this package's sides in this process (default: one subprocess per side)",
+    )
 
 
 def _bad_remember(value: str) -> str:

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections import deque
-from collections.abc import Iterable
+from collections import Counter, deque
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -49,7 +49,7 @@ from handoff_fsm.model import (
 from handoff_fsm.verify.coverage import event_of
 from handoff_fsm.verify.diffdriver import TRACE_KEY, canonical
 from handoff_fsm.verify.exploration import HANDOFF_ID, inputs_for, trace_lines
-from handoff_fsm.verify.invariants import InputClass, Observation, Op, Reply, observe
+from handoff_fsm.verify.invariants import Observation, Op, Reply, observe
 from handoff_fsm.verify.sides import Side, ask, opened_sides
 
 DEFAULT_MAX_STATES: Final = 50_000
@@ -195,21 +195,20 @@ _CODES: Final = {code.value: code for code in HandoffErrorCode}
 
 
 def relation(a: dict[str, Any], b: dict[str, Any]) -> str:
-    """How B's reply differs from A's, in a few words (error codes named)."""
+    """How B's reply differs from A's, in a few words."""
     for name, reply in (("A", a), ("B", b)):
         if "crash" in reply:
             return f"{name} crashes"
     error_a, error_b = a.get("error"), b.get("error")
     if error_a is not None and error_b is not None:
         if error_a.get("code") != error_b.get("code"):
-            return f"A rejects ({error_a.get('code')}), B rejects ({error_b.get('code')})"
+            return "both reject, with different codes"
         return "the completion differs"
     if error_a is not None:
-        return f"A rejects ({error_a.get('code')}), B accepts"
+        return "A rejects, B accepts"
     if error_b is not None:
-        return f"A accepts, B rejects ({error_b.get('code')})"
-    kinds_a = [next(iter(issued["action"])) for issued in a.get("actions", [])]
-    kinds_b = [next(iter(issued["action"])) for issued in b.get("actions", [])]
+        return "A accepts, B rejects"
+    kinds_a, kinds_b = _kinds_of(a), _kinds_of(b)
     if kinds_a != kinds_b:
         if not kinds_b:
             return "A acts, B issues nothing"
@@ -222,30 +221,55 @@ def relation(a: dict[str, Any], b: dict[str, Any]) -> str:
     return "the completion differs"
 
 
+def _kinds_of(reply: dict[str, Any]) -> list[str]:
+    return [next(iter(issued["action"])) for issued in reply.get("actions", [])]
+
+
+def _delta(a: dict[str, Any], b: dict[str, Any]) -> tuple[Any, ...]:
+    """What B does that A does not and the reverse: action kinds, error codes, completion."""
+    only_a, only_b = Counter(_kinds_of(a)), Counter(_kinds_of(b))
+    only_a, only_b = only_a - only_b, only_b - only_a
+
+    def code(reply: dict[str, Any]) -> Any:
+        error = reply.get("error")
+        return error.get("code") if error is not None else reply.get("crash")
+
+    status_a = (a.get("complete"), a.get("completion"))
+    status_b = (b.get("complete"), b.get("completion"))
+    return (
+        tuple(sorted(only_a.elements())),
+        tuple(sorted(only_b.elements())),
+        code(a),
+        code(b),
+        None if status_a == status_b else (status_a, status_b),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Variant:
     """A divergence up to ids and delays: one is kept per variant, its first (shortest)."""
 
     event: str
     """The chart event the input becomes (or its input class when the journal stops it)."""
-    cls: InputClass
     shape_a: str
     shape_b: str
     relation: str
+    delta: tuple[Any, ...]
 
 
 def _variant(obs: Observation, op: Op, a: dict[str, Any], b: dict[str, Any]) -> _Variant:
-    cls = obs.classify(op)
-    return _Variant(event_of(obs, op) or cls.value, cls, _shape(a), _shape(b), relation(a, b))
+    event = event_of(obs, op) or obs.classify(op).value
+    return _Variant(event, _shape(a), _shape(b), relation(a, b), _delta(a, b))
 
 
 def _group(variants: list[_Variant]) -> list[list[int]]:
     """Variants that are one behavioural change, as lists of indexes (discovery order).
 
     Two variants are one change when the same chart event diverges the same way
-    (say ``timed_out``: A acts, B issues nothing, whatever A's actions in each
-    state), or when different inputs of one class get exactly the same pair of
-    replies (``failed``, ``timed_out`` and ``canceled`` all answered alike).
+    (``timed_out``: A acts, B issues nothing, whatever A's actions in each
+    state), or when B departs from A by the same thing wherever it happens (B
+    never issues ``CancelDestination``: after a failure fact or a failed action,
+    alone or beside ``CancelSource``).
     """
     parent = list(range(len(variants)))
 
@@ -255,11 +279,12 @@ def _group(variants: list[_Variant]) -> list[list[int]]:
             i = parent[i]
         return i
 
-    for key in (
+    keys: tuple[Callable[[_Variant], Hashable], ...] = (
         lambda v: (v.event, v.relation),
-        lambda v: (v.cls, v.shape_a, v.shape_b),
-    ):
-        first: dict[Any, int] = {}
+        lambda v: v.delta,
+    )
+    for key in keys:
+        first: dict[Hashable, int] = {}
         for index, variant in enumerate(variants):
             other = first.setdefault(key(variant), index)
             parent[root(index)] = root(other)
@@ -269,13 +294,45 @@ def _group(variants: list[_Variant]) -> list[list[int]]:
     return sorted(groups.values())
 
 
+_MIXED: Final = object()
+"""A part of the delta the members of a kind do not share."""
+
+
+def _delta_words(delta: tuple[Any, ...]) -> str:
+    """The parts of a delta (those not :data:`_MIXED`) in words."""
+    only_a, only_b, code_a, code_b, status = delta
+    parts = []
+    if only_a is not _MIXED and only_a:
+        parts.append(f"only A issues {', '.join(only_a)}")
+    if only_b is not _MIXED and only_b:
+        parts.append(f"only B issues {', '.join(only_b)}")
+    if _MIXED not in (code_a, code_b) and code_a != code_b:
+        parts.append(
+            f"A {f'rejects ({code_a})' if code_a else 'accepts'}, "
+            f"B {f'rejects ({code_b})' if code_b else 'accepts'}"
+        )
+    if status is not None and status is not _MIXED:
+        (complete_a, completion_a), (complete_b, completion_b) = status
+        parts.append(
+            f"A {'complete' if complete_a else 'not complete'} ({completion_a}), "
+            f"B {'complete' if complete_b else 'not complete'} ({completion_b})"
+        )
+    return "; ".join(parts)
+
+
 def _kind_name(members: list[_Variant]) -> str:
+    """The events that diverge, then the most precise words all members share."""
     events = " | ".join(dict.fromkeys(v.event for v in members))
-    shapes = {(v.shape_a, v.shape_b) for v in members}
-    if len(shapes) == 1:
+    if len({(v.shape_a, v.shape_b) for v in members}) == 1:
         return f"{events}: A {members[0].shape_a} / B {members[0].shape_b}"
-    relations = " or ".join(dict.fromkeys(v.relation for v in members))
-    return f"{events}: {relations}"
+    shared = tuple(
+        parts[0] if len(set(parts)) == 1 else _MIXED
+        for parts in zip(*(v.delta for v in members), strict=True)
+    )
+    words = _delta_words(shared)
+    if not words:
+        words = " or ".join(dict.fromkeys(v.relation for v in members))
+    return f"{events}: {words}"
 
 
 # ---------------------------------------------------------------------- exploration
@@ -653,6 +710,7 @@ def diff(
     orders: Iterable[HandoffOrder] = tuple(HandoffOrder),
     max_states: int = DEFAULT_MAX_STATES,
     charts: bool = False,
+    processes: bool = False,
 ) -> DiffReport:
     """Compare the observable behaviour of two sides over their whole reachable state space.
 
@@ -660,9 +718,11 @@ def diff(
     ``seed``, ``seed@statechart``, ``a976b2bf``, ``git:HEAD~1``, ``git:v1:seed``,
     ``worktree``; ``git:`` and ``worktree`` sides come from the repository that
     contains ``cwd`` (default: the working directory). ``charts=True`` also fetches
-    each side's chart description (for the structural diff). Raises ``DiffError``
+    each side's chart description (for the structural diff); ``processes=True``
+    drives sides of the running package in subprocesses too, one per core.
+    Raises ``DiffError``
     when a side cannot be loaded or misbehaves, or the product exceeds
     ``max_states`` per order without a difference.
     """
-    with opened_sides((a, b), cwd) as (side_a, side_b):
+    with opened_sides((a, b), cwd, processes=processes) as (side_a, side_b):
         return diff_sides(side_a, side_b, orders=orders, max_states=max_states, charts=charts)

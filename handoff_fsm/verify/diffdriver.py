@@ -12,10 +12,12 @@ the older ``src/`` layout), speaking one JSON object per line on stdin/stdout.
 A state is named by a *token*: a number given to each distinct value of the
 coordinator's ``snapshot()`` (which by contract holds everything it needs to
 continue) or, once replay has replaced a completed coordinator by its
-tombstone, to the tombstone's completion. States are rebuilt by replaying
-their input sequence into a fresh replayer, and the replies met on the way
-are compared with the ones recorded when the state was first reached: a side
-that answers the same inputs differently is reported, not trusted.
+tombstone, to the tombstone's completion. A state is rebuilt by replaying its
+input sequence into a fresh replayer, and the replies met on the way are
+compared with the ones recorded when the state was first reached: a side that
+answers the same inputs differently is reported, not trusted. Further copies
+of a state come from ``restore(snapshot)`` where the coordinator's own class
+defines it (that is the snapshot's contract), else from replaying again.
 """
 
 from __future__ import annotations
@@ -69,10 +71,14 @@ _PREFIX = json.dumps({"coordinator": TRACE_KEY})[:-1] + ", "
 class SideDriver:
     """Replays trace lines for one side (optionally on an engine and a protocol revision)."""
 
-    def __init__(self, engine: str | None = None, revision: str | None = None) -> None:
+    def __init__(
+        self, engine: str | None = None, revision: str | None = None, factory: Any = None
+    ) -> None:
         self.replay = replay_module()
         self.engine = engine
         self.revision = revision
+        self.factory = factory
+        """Builds the coordinators instead of replay's default (in-process sides only)."""
         self._tokens: dict[Any, int] = {}
         """Snapshots seen, numbered: equal snapshots get the same token."""
         self._kept: dict[int, Any] = {}
@@ -83,9 +89,12 @@ class SideDriver:
     # ------------------------------------------------------------------ replaying
 
     def _replayer(self) -> Any:
-        if self.engine is None:
-            return self.replay.TraceReplayer()
-        return self.replay.TraceReplayer(engine=self.engine)
+        options: dict[str, Any] = {}
+        if self.engine is not None:
+            options["engine"] = self.engine
+        if self.factory is not None:
+            options["factory"] = self.factory
+        return self.replay.TraceReplayer(**options)
 
     def _new_line(self, line: str) -> str:
         """The ``new`` line with this side's revision (traces themselves carry none)."""
@@ -144,6 +153,45 @@ class SideDriver:
                 return replayer, {"index": number - 2, "reply": reply}
         return replayer, None
 
+    def _copier(self, replayer: Any, key: str, new: str) -> Any:
+        """A way to make fresh replayers in ``replayer``'s state without replaying, or None.
+
+        Only where the coordinator's own class defines ``restore`` (the snapshot's
+        contract: it continues exactly where the snapshot was taken) and replay
+        takes a ``factory``; a subclass that inherits ``restore``, a wrapper, a
+        completed coordinator replay keeps as a tombstone are rebuilt by replaying.
+        """
+        entry = replayer.live.get(key)
+        if entry is None or not self._takes_factory:
+            return None
+        coordinator = getattr(entry, "coordinator", entry)
+        restore = vars(type(coordinator)).get("restore")
+        if restore is None:
+            return None
+        try:
+            snapshot = coordinator.snapshot()
+        except Exception:  # no snapshot: no copy
+            return None
+        cls = type(coordinator)
+        options = {"engine": coordinator.engine} if hasattr(coordinator, "engine") else {}
+        line = self._new_line(new)
+
+        def copy() -> Any:
+            fresh = self.replay.TraceReplayer(
+                factory=lambda *_args, **_kwargs: cls.restore(snapshot, **options)
+            )
+            fresh.reply_text(line, 1)
+            return fresh
+
+        return copy
+
+    @property
+    def _takes_factory(self) -> bool:
+        try:
+            return "factory" in inspect.signature(self.replay.TraceReplayer).parameters
+        except (TypeError, ValueError):
+            return False
+
     # ------------------------------------------------------------------ requests
 
     def expand(
@@ -176,10 +224,13 @@ class SideDriver:
             if mismatch is not None:
                 return {"mismatch": mismatch, "token": None, "results": []}
         token = self._token(spare, key)
+        copy = self._copier(spare, key, new)
         results: list[list[Any]] = []
         number = len(path) + 2
         for position, line in enumerate(inputs):
-            if spare is None:
+            if spare is None and copy is not None:
+                spare = copy()
+            elif spare is None:
                 spare, mismatch = self._rebuild(new, path, expect)
                 if mismatch is not None:
                     return {"mismatch": mismatch, "token": token, "results": results}

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,11 +134,16 @@ def ask(side: Side, request: dict[str, Any]) -> dict[str, Any]:
 
 
 class InProcessSide:
-    """The running package, driven by a :class:`SideDriver` in this process."""
+    """The running package, driven by a :class:`SideDriver` in this process.
 
-    def __init__(self, spec: SideSpec) -> None:
+    ``factory(handoff_id, order, fallback)`` replaces the coordinators replay builds
+    (any implementation can be a side: tests diff deliberately broken ones).
+    """
+
+    def __init__(self, spec: SideSpec, factory: Callable[..., Any] | None = None) -> None:
         self.spec = spec
-        self._driver = SideDriver(spec.engine, spec.revision)
+        self.factory = factory
+        self._driver = SideDriver(spec.engine, spec.revision, factory)
         self._pending: list[dict[str, Any]] = []
 
     def submit(self, request: dict[str, Any]) -> None:
@@ -148,7 +153,7 @@ class InProcessSide:
         return self._pending.pop(0)
 
     def fresh(self) -> InProcessSide:
-        return InProcessSide(self.spec)
+        return InProcessSide(self.spec, self.factory)
 
     def close(self) -> None:
         self._pending.clear()
@@ -158,13 +163,18 @@ _DRIVER_SOURCE: Final = Path(diffdriver.__file__).read_text(encoding="utf-8")
 
 
 class SubprocessSide:
-    """A package at ``root`` driven by the diff driver in a subprocess (JSON lines)."""
+    """A package at ``root`` driven by the diff driver in a subprocess (JSON lines).
 
-    def __init__(self, spec: SideSpec, root: Path, where: str) -> None:
+    A second process is started beside the first and waits, so that :meth:`fresh`
+    (the replay from scratch of every reported trace) costs no start-up time.
+    """
+
+    def __init__(self, spec: SideSpec, root: Path, where: str, *, spare: bool = True) -> None:
         self.spec = spec
         self.root = root
         self.where = where
-        """What the process runs, for messages (``git:HEAD~1 (3f2a1b0) at /tmp/...``)."""
+        """What the process runs, for messages (``commit 3f2a1b0c9d8e``)."""
+        self._spare = SubprocessSide(spec, root, where, spare=False) if spare else None
         self._errors: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
         environment = {
             key: value for key, value in os.environ.items() if not key.startswith("PYTHON")
@@ -213,17 +223,23 @@ class SubprocessSide:
         )
 
     def fresh(self) -> SubprocessSide:
-        return SubprocessSide(self.spec, self.root, self.where)
+        """A process that has built no coordinator yet (the spare one, the first time)."""
+        spare, self._spare = self._spare, None
+        return spare if spare is not None else SubprocessSide(self.spec, self.root, self.where)
 
     def close(self) -> None:
+        """End the process: its input closes; one that does not exit at once is terminated."""
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
         process = self._process
         if process.stdin is not None:
             with suppress(OSError):
                 process.stdin.close()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=0.2)
         except subprocess.TimeoutExpired:
-            process.kill()
+            process.terminate()
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
@@ -276,9 +292,20 @@ def export_commit(cwd: Path, commit: str, into: Path) -> Path:
     return into
 
 
+def running_package_root() -> Path:
+    """The directory that holds the running ``handoff_fsm`` package."""
+    return Path(handoff_fsm.__file__).resolve().parent.parent
+
+
 @contextmanager
-def opened_sides(texts: tuple[str, str], cwd: Path | None = None) -> Iterator[tuple[Side, Side]]:
-    """Both sides, started (subprocesses start in parallel) and closed afterwards."""
+def opened_sides(
+    texts: tuple[str, str], cwd: Path | None = None, *, processes: bool = False
+) -> Iterator[tuple[Side, Side]]:
+    """Both sides, started (subprocesses start in parallel) and closed afterwards.
+
+    ``processes=True`` runs the running package's sides in subprocesses too, so the
+    two sides work at the same time on two cores.
+    """
     specs = tuple(parse_side(text) for text in texts)
     where = Path.cwd() if cwd is None else cwd
     with ExitStack() as stack:
@@ -286,7 +313,9 @@ def opened_sides(texts: tuple[str, str], cwd: Path | None = None) -> Iterator[tu
         sides: list[Side] = []
         for spec in specs:
             side: Side
-            if spec.source is None:
+            if spec.source is None and processes:
+                side = SubprocessSide(spec, running_package_root(), "this package")
+            elif spec.source is None:
                 side = InProcessSide(spec)
             elif spec.source == WORKTREE:
                 tree = repository_root(where)
