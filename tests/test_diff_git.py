@@ -352,3 +352,29 @@ def test_a_chart_with_one_added_and_one_removed_transition(
     first = report.differences[0]
     assert (first.order.value, first.inputs) == ("SourceFirst", 1)
     assert first.kind == "start: A issues SubmitPrefill / B issues nothing"
+
+
+def test_review_against_a_revision_diffs_the_working_tree(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An uncommitted edit: source first, start no longer submits the prefill.
+    _git(repo, "checkout", "--quiet", "parent")
+    chart = repo / "handoff_fsm" / "chart.py"
+    original = chart.read_text(encoding="utf-8")
+    chart.write_text(original.replace(_REMOVED, ""), encoding="utf-8")
+    monkeypatch.chdir(repo)
+    try:
+        assert main(["review", "-o", str(tmp_path / "REVIEW.md"), "--against", "git:HEAD"]) == 0
+    finally:
+        chart.write_text(original, encoding="utf-8")
+    review = (tmp_path / "REVIEW.md").read_text(encoding="utf-8")
+    section = review[review.index("## 8. Revisions") :]
+    assert "The working tree against `git:HEAD`" in section
+    assert "**They differ in 1 way**" in section
+    assert "start: A issues SubmitPrefill / B issues nothing" in section
+    assert "| transition | removed | `source_idle → submitting on start [source_first]` |" in (
+        section
+    )
+    # Without --against the section holds the revisions only.
+    monkeypatch.chdir(ROOT)
+    assert "The working tree against" not in (ROOT / "diagrams" / "REVIEW.md").read_text()

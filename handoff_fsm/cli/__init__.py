@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument(
         "-o", "--output", default="diagrams/REVIEW.md", help="default: diagrams/REVIEW.md"
     )
+    review.add_argument(
+        "--against",
+        metavar="git:REV",
+        help="add the behavioural diff of the working tree against that git revision",
+    )
 
     check = commands.add_parser(
         "check",
@@ -154,9 +159,10 @@ def _add_diff(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="state pairs explored per order before giving up (default 50000)",
     )
     diff.add_argument(
-        "--one-process",
+        "--processes",
         action="store_true",
-        help="drive this package's sides in this process (default: one subprocess per side)",
+        help="drive this package's sides in subprocesses, one per core (helps on an idle "
+        "machine; default: in this process)",
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from handoff_fsm.diagrams.files import write_diagrams, write_review
 from handoff_fsm.diagrams.overlay import TraceOverlayError, write_overlay
 from handoff_fsm.diagrams.render import GraphvizError
+from handoff_fsm.errors import HandoffError
 
 
 def _fail(command: str, error: Exception) -> int:
@@ -43,7 +44,10 @@ def cli_diagram(args: argparse.Namespace) -> int:
 
 
 def cli_review(args: argparse.Namespace) -> int:
-    """``handoff-fsm review [-o diagrams/REVIEW.md]``: the design review."""
-    output = write_review(Path(args.output))
+    """``handoff-fsm review [-o diagrams/REVIEW.md] [--against git:REV]``: the design review."""
+    try:
+        output = write_review(Path(args.output), against=args.against)
+    except HandoffError as error:
+        return _fail("review", error)
     print(f"wrote {output}")
     return 0

@@ -20,9 +20,10 @@ from typing import Any, Final
 from handoff_fsm.diagrams.chartdiff import ChartDiff, Status, chart_diff, chart_diff_dot
 from handoff_fsm.diagrams.mermaid import mermaid_text
 from handoff_fsm.diagrams.render import render
-from handoff_fsm.verify.diff import Difference, DiffReport, input_words, reply_words
+from handoff_fsm.verify.diff import Difference, DiffReport, diff, input_words, reply_words
 from handoff_fsm.verify.diffdriver import TRACE_KEY
 from handoff_fsm.verify.invariants import Op
+from handoff_fsm.verify.sides import known_revisions
 
 DIFF_NAME: Final = "DIFF.md"
 CHART_DIFF_NAME: Final = "chart_diff"
@@ -132,10 +133,10 @@ def verdict_lines(report: DiffReport) -> list[str]:
         "SourceFirst",
         "DestinationFirst",
     ]
+    reach = "every pair the two reach together" if report.exhausted else "stopped early"
     explored = (
-        f"{report.explored} pairs of states explored breadth-first "
-        f"({'every reachable pair' if report.exhausted else 'stopped early: see below'}), "
-        "every input class of `handoff-fsm check` in each"
+        f"{report.explored} pairs of states explored breadth-first, {reach}, with every "
+        "input class of `handoff-fsm check` in each"
     )
     if report.equivalent:
         return [f"**Equivalent**: no input sequence tells them apart ({explored}).", ""]
@@ -326,3 +327,66 @@ def write_diff_review(
         path.write_bytes(data)
         written.append(path)
     return written
+
+
+# ---------------------------------------------------------------------- the design review
+
+REVISIONS_HEADING: Final = "Revisions"
+
+
+def _revision_reports() -> list[DiffReport]:
+    """``diff seed R`` for every other protocol revision this package offers."""
+    first, *others = known_revisions()
+    return [diff(first, other, charts=True) for other in others]
+
+
+def _change_lines(report: DiffReport, level: int) -> list[str]:
+    """A diff inside the review: verdict, table, each difference, the charts' structure."""
+    structure = report_chart_diff(report)
+    return [
+        *verdict_lines(report),
+        *differences_table(report, files=False),
+        *difference_sections(report, level + 1, files=False),
+        *structure_lines(structure, report.chart_notes, level + 1, picture=None),
+    ]
+
+
+def revisions_markdown(
+    number: int, *, against: str | None = None, cwd: Path | None = None
+) -> list[str]:
+    """The review's "Revisions" section: every revision against the seed, and optionally
+    the working tree against a git revision (``handoff-fsm review --against git:REV``)."""
+    out = [
+        f"## {number}. {REVISIONS_HEADING}",
+        "",
+        "The protocol revisions this package offers (DESIGN.md §9), each compared with the "
+        "seed by `handoff-fsm diff`: both coordinators are given the same inputs (the input "
+        "classes of `handoff-fsm check`) in every pair of states they reach together, "
+        "breadth-first, and their replies compared as `handoff-fsm replay` prints them. Each "
+        "kind of difference is shown by its shortest trace.",
+        "",
+    ]
+    reports = _revision_reports()
+    if not reports:
+        out += [
+            f"This package offers one revision, `{known_revisions()[0]}`: there is nothing to "
+            "compare it with.",
+            "",
+        ]
+    for index, report in enumerate(reports, start=1):
+        out += [
+            f"### {number}.{index}. `{report.a}` → `{report.b}`",
+            "",
+            *_change_lines(report, 3),
+        ]
+    if against is not None:
+        report = diff(against, "worktree", cwd=cwd, charts=True)
+        out += [
+            f"### {number}.{len(reports) + 1}. The working tree against `{against}`",
+            "",
+            f"`handoff-fsm review --against {against}`: the files of this working tree (B) "
+            f"against the project committed at `{against.removeprefix('git:')}` (A).",
+            "",
+            *_change_lines(report, 3),
+        ]
+    return out

@@ -371,7 +371,7 @@ class _Found:
     op: Op
     line: str
     a: str
-    """A's reply line."""
+    """A's reply to the line, canonical (no key, no error message)."""
     b: str
 
     @property
@@ -478,12 +478,12 @@ class _Search:
                 self.explored += 1
             answers = zip(ops, inputs, results[0]["results"], results[1]["results"], strict=True)
             for position, (op, line, got_a, got_b) in enumerate(answers):
-                (canon_a, reply_a, token_a), (canon_b, reply_b, token_b) = got_a, got_b
+                (canon_a, token_a), (canon_b, token_b) = got_a, got_b
                 if canon_a != canon_b and _normal(canon_a) != _normal(canon_b):
-                    variant = _variant(node.obs, op, json.loads(reply_a), json.loads(reply_b))
+                    variant = _variant(node.obs, op, json.loads(canon_a), json.loads(canon_b))
                     if variant not in self.found:
                         self.found[variant] = _Found(
-                            variant, order, node, op, line, reply_a, reply_b
+                            variant, order, node, op, line, canon_a, canon_b
                         )
                     continue
                 if '"crash": ' in canon_a:
@@ -572,7 +572,7 @@ def _confirm(kinds: list[_Kind], a: Side, b: Side, labels: tuple[str, str]) -> l
             for name, run, last in (("A", run_a, finding.a), ("B", run_b, finding.b)):
                 replies = run["replies"]
                 again = [canonical(reply) for reply in replies[1:-1]]
-                if again != expect or canonical(replies[-1]) != canonical(last):
+                if again != expect or canonical(replies[-1]) != last:
                     raise handoff_error(
                         HandoffErrorCode.DIFF_SIDE_FAILED,
                         f"side {name} ({labels['AB'.index(name)]}) answered the trace of "

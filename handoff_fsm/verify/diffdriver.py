@@ -211,7 +211,7 @@ class SideDriver:
         (position in the previous request's inputs, node id) name the replayers that
         request left in states now to be expanded as those nodes; ``node`` is the
         id of the state expanded now, whose adopted replayer then saves a rebuild.
-        Each result is ``[canonical reply, reply line, token after]``.
+        Each result is ``[canonical reply, token after]``.
         """
         for position, node_id in adopt or ():
             if position in self._last:
@@ -237,7 +237,7 @@ class SideDriver:
             replayer, spare = spare, None
             reply = self._reply(replayer, line, number)
             after = self._token(replayer, key)
-            results.append([canonical(reply), reply, after])
+            results.append([canonical(reply), after])
             if after == token and '"crash": ' not in reply:
                 spare = replayer  # nothing changed: the same replayer serves the next input
             else:
