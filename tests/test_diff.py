@@ -11,9 +11,11 @@ Sides loaded from git revisions are tested in tests/test_diff_git.py.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -23,6 +25,7 @@ import pytest
 
 from handoff_fsm import HandoffOrder
 from handoff_fsm.cli import main
+from handoff_fsm.diagrams.chartdiff import revision_chart
 from handoff_fsm.diagrams.diffreview import write_diff_review
 from handoff_fsm.errors import DiffError, HandoffErrorCode
 from handoff_fsm.io import TraceReplayer
@@ -139,6 +142,58 @@ def test_seed_is_equivalent_on_the_statechart_engine() -> None:
     assert report.explored == diff("seed", "seed").explored
 
 
+# ---------------------------------------------------------------------- protocol revisions
+
+
+def _replay_reads_revision() -> bool:
+    """Whether ``handoff-fsm replay`` takes ``"revision"`` on a ``new`` line."""
+    new = {"coordinator": "c", "op": "new", "handoff_id": str(uuid.UUID(int=1))}
+    reply = json.loads(
+        TraceReplayer().reply_text(
+            json.dumps({**new, "order": "SourceFirst", "revision": "a976b2bf"}), 1
+        )
+    )
+    return "error" not in reply
+
+
+REOPENING_SHOWN = _replay_reads_revision()
+
+
+@pytest.mark.xfail(
+    not REOPENING_SHOWN,
+    reason="handoff-fsm replay takes no revision on its new lines yet, and replaces a "
+    "coordinator completed with Success by a tombstone: a976b2bf's reopening after Success "
+    "cannot show through it",
+    strict=True,
+)
+def test_seed_against_a976b2bf_shows_the_observable_changes_of_design_section_9() -> None:
+    # DESIGN.md §9: (1) a terminal fact after Success reopens cleanup and cancels the
+    # destination; (2) the delay actually scheduled is validated where it is
+    # scheduled. (3) and (4) are what the seed already does (§6.1, §6.2), (5) is
+    # conformance and (6) is in every revision: none of them shows on the coordinator.
+    report = diff("seed", "a976b2bf")
+    assert [(d.order, d.inputs) for d in report.differences] == [(SF, 5), (SF, 10)]
+    scheduled, reopened = report.differences
+    # Submitted, SourceHeld with a destination_missing timing, Accepted, then the
+    # DestinationReserved whose scheduled delay is infinite (5 inputs).
+    assert scheduled.kind == (
+        "destination_reserved | source_held: A issues StartTransfer / B rejects it "
+        "(invalid_transfer_delay)"
+    )
+    assert scheduled.a["actions"][0]["action"]["StartTransfer"]["delay_ms"] == math.inf
+    # The nine inputs of a successful handoff, then Failed (10 inputs).
+    assert reopened.kind.startswith(
+        "failed | timed_out | canceled: A issues nothing; complete (Success) / B issues "
+        "CancelDestination"
+    )
+    for difference in report.differences:
+        assert_shows(
+            difference,
+            replay_fresh(difference.trace, "seed"),
+            replay_fresh(difference.trace, "a976b2bf"),
+        )
+
+
 # ---------------------------------------------------------------------- differences
 
 
@@ -200,16 +255,17 @@ MUTANTS = [
 ]
 
 
+# RecordsBeforeValidating has a larger product (B's states part from A's while the
+# replies agree, ~1,500 pairs): it runs with HANDOFF_FSM_SLOW_TESTS=1 only.
+RUN = [case for case in MUTANTS if SLOW or case[0] is not RecordsBeforeValidating]
+
+
 @pytest.mark.parametrize(
-    ("mutant", "order", "length", "how"),
-    MUTANTS,
-    ids=[case[0].__name__ for case in MUTANTS],
+    ("mutant", "order", "length", "how"), RUN, ids=[case[0].__name__ for case in RUN]
 )
 def test_a_broken_coordinator_is_told_apart_by_a_shortest_trace(
     mutant: type, order: HandoffOrder, length: int, how: str
 ) -> None:
-    if mutant is RecordsBeforeValidating and not SLOW:
-        pytest.skip("a larger product (B's states part from A's while replies agree): slow")
     report = seed_against(mutant, mutant.__name__)
     assert not report.equivalent
     first = report.differences[0]
@@ -342,6 +398,7 @@ def test_cli_exit_statuses_and_json(capsys: pytest.CaptureFixture[str]) -> None:
 MERMAID_CHECK = ROOT / "tools" / "mermaid-check" / "mermaid-check"
 
 
+@pytest.mark.requires("node", "dot")
 def test_the_review_folder_shows_every_difference_three_ways(tmp_path: Path) -> None:
     seed = InProcessSide(parse_side("seed"))
     other = InProcessSide(SideSpec("drops", None, None, None), factory=DropsCancelDestination)
@@ -369,7 +426,9 @@ def test_the_review_folder_shows_every_difference_three_ways(tmp_path: Path) -> 
     assert "**They differ in 1 way**" in markdown
     assert difference.kind in markdown
     # The structural diff: the same chart on both sides (the broken one bends the replies).
-    assert "| transitions | 0 | 0 | 0 | 30 |" in markdown
+    seed_chart = revision_chart("seed")
+    assert f"| states | 0 | 0 | 0 | {len(seed_chart.states)} |" in markdown
+    assert f"| transitions | 0 | 0 | 0 | {len(seed_chart.edges)} |" in markdown
     svg = (tmp_path / "chart_diff.svg").read_text()
     assert all(f">{word}</text>" in svg for word in ("added", "removed", "changed", "unchanged"))
     # Mermaid's own parser reads the diagram file and the block in DIFF.md.

@@ -50,7 +50,10 @@ def cli_diff(args: argparse.Namespace) -> int:
 
 def print_report(report: DiffReport) -> None:
     write = sys.stdout.write
-    verdict = "equivalent" if report.equivalent else f"{len(report.differences)} differences"
+    count = len(report.differences)
+    verdict = (
+        "equivalent" if report.equivalent else f"{count} difference{'' if count == 1 else 's'}"
+    )
     write(
         f"A = {report.a}, B = {report.b}: {verdict} "
         f"({report.explored} state pairs explored, {report.seconds:.2f} s)\n"

@@ -14,6 +14,7 @@ structural diff is listed and drawn in three colours
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
@@ -334,10 +335,11 @@ def write_diff_review(
 REVISIONS_HEADING: Final = "Revisions"
 
 
-def _revision_reports() -> list[DiffReport]:
-    """``diff seed R`` for every other protocol revision this package offers."""
+@cache
+def revision_reports() -> tuple[DiffReport, ...]:
+    """``diff seed R`` for every other protocol revision this package offers (run once)."""
     first, *others = known_revisions()
-    return [diff(first, other, charts=True) for other in others]
+    return tuple(diff(first, other, charts=True) for other in others)
 
 
 def _change_lines(report: DiffReport, level: int) -> list[str]:
@@ -366,7 +368,7 @@ def revisions_markdown(
         "kind of difference is shown by its shortest trace.",
         "",
     ]
-    reports = _revision_reports()
+    reports = revision_reports()
     if not reports:
         out += [
             f"This package offers one revision, `{known_revisions()[0]}`: there is nothing to "

@@ -85,6 +85,9 @@ class SideDriver:
         """Replayers known to be in the state of a node still to be expanded, by node id."""
         self._last: dict[int, Any] = {}
         """The replayers the last ``expand`` left in new states, by input position."""
+        self._revision_in_line = revision is not None and factory is None
+        if self._revision_in_line and not self._replay_reads_revision():
+            self._revision_by_factory()
 
     # ------------------------------------------------------------------ replaying
 
@@ -96,9 +99,43 @@ class SideDriver:
             options["factory"] = self.factory
         return self.replay.TraceReplayer(**options)
 
+    def _replay_reads_revision(self) -> bool:
+        """Whether this replay takes ``"revision"`` on a ``new`` line."""
+        probe = json.dumps(
+            {
+                "coordinator": "probe",
+                "op": "new",
+                "handoff_id": "00000000-0000-4000-8000-000000000000",
+                "order": "SourceFirst",
+                "revision": self.revision,
+            }
+        )
+        reply = json.loads(self._reply(self._replayer(), probe, 1))
+        error = reply.get("error") or {}
+        return not (error.get("code") == "invalid_input" and "revision" in error.get("message", ""))
+
+    def _revision_by_factory(self) -> None:
+        """A replay that knows no revision key, over coordinators that take ``revision=``.
+
+        (The commits between the two: the revision reaches the coordinator through
+        replay's factory; elsewhere the ``new`` line keeps it and replay says no.)
+        """
+        coordinator = getattr(self.replay, "HandoffCoordinator", None)
+        try:
+            takes = "revision" in inspect.signature(coordinator).parameters  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            takes = False
+        if not takes or not self._takes_factory:
+            return
+        options: dict[str, Any] = {"revision": self.revision}
+        if self.engine is not None:
+            options["engine"] = self.engine
+        self.factory = lambda *args: coordinator(*args, **options)  # type: ignore[misc]
+        self._revision_in_line = False
+
     def _new_line(self, line: str) -> str:
         """The ``new`` line with this side's revision (traces themselves carry none)."""
-        if self.revision is None:
+        if not self._revision_in_line:
             return line
         parsed = json.loads(line)
         if parsed.get("op") == "new":
@@ -272,23 +309,27 @@ class SideDriver:
         return {"replies": replies, "state": state}
 
     def describe(self) -> dict[str, Any]:
-        """The side's chart as plain data (``describe_chart()``), or why there is none."""
-        try:
-            diagrams = importlib.import_module("handoff_fsm.diagrams")
-            describe = diagrams.describe_chart
-        except (ImportError, AttributeError) as error:
-            return {"chart": None, "why": f"this revision has no describe_chart ({error})"}
-        try:
-            model = describe(**self._chart_arguments(describe))
-        except Exception as error:
-            return {"chart": None, "why": f"describe_chart failed: {type(error).__name__}: {error}"}
-        return {"chart": _plain(model), "why": None}
+        """The side's chart as plain data, as its revision runs it, or why there is none.
 
-    def _chart_arguments(self, describe: Any) -> dict[str, Any]:
-        """``revision=`` for a ``describe_chart`` that tells protocol revisions apart."""
-        if self.revision is not None and "revision" in inspect.signature(describe).parameters:
-            return {"revision": self.revision}
-        return {}
+        ``revision_chart`` (:mod:`handoff_fsm.diagrams.chartdiff`) where the package
+        has it (a chart holding several revisions, each guard decided for this one),
+        else the package's ``describe_chart()``.
+        """
+        try:
+            module = importlib.import_module("handoff_fsm.diagrams.chartdiff")
+            describe = module.revision_chart
+            arguments: dict[str, Any] = {"revision": self.revision}
+        except (ImportError, AttributeError):
+            try:
+                describe = importlib.import_module("handoff_fsm.diagrams").describe_chart
+            except (ImportError, AttributeError) as error:
+                return {"chart": None, "why": f"this revision has no describe_chart ({error})"}
+            arguments = {}
+        try:
+            model = describe(**arguments)
+        except Exception as error:
+            return {"chart": None, "why": f"describing the chart failed: {error!r}"}
+        return {"chart": _plain(model), "why": None}
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
