@@ -2,7 +2,7 @@
 
 Rule kept here: this script only orchestrates and reports; the measuring lives
 in :mod:`harness`, :mod:`bench_coordinator`, :mod:`bench_replay`,
-:mod:`bench_simulate` and :mod:`bench_explore`, and every
+:mod:`bench_simulate`, :mod:`bench_explore` and :mod:`bench_diff`, and every
 number in the table was measured in this run, on this machine. A ratio is
 library cost over yardstick cost (lower is better); ``--check`` exits 1 naming
 each target that was missed or could not be measured. Timing is never asserted
@@ -25,6 +25,7 @@ from pathlib import Path
 from uuid import UUID
 
 import bench_coordinator as coordinator
+import bench_diff as behavioural_diff
 import bench_explore as exploration
 import bench_replay as replay
 import harness
@@ -53,6 +54,7 @@ class Profile:
     simulate_handoffs: int
     simulate_repeats: int
     explore_repeats: int
+    diff_repeats: int
 
 
 FULL = Profile(
@@ -68,6 +70,7 @@ FULL = Profile(
     simulate_handoffs=20_000,
     simulate_repeats=5,
     explore_repeats=3,
+    diff_repeats=3,
 )
 QUICK = Profile(
     name="quick",
@@ -82,6 +85,7 @@ QUICK = Profile(
     simulate_handoffs=500,
     simulate_repeats=1,
     explore_repeats=1,
+    diff_repeats=1,
 )
 
 
@@ -305,6 +309,28 @@ def explore_row(profile: Profile) -> Row:
     return Row(label, f"{seconds:.2f} s CPU", budget, seconds / exploration.BUDGET_S, 1.0)
 
 
+def diff_rows(profile: Profile) -> list[Row]:
+    """``handoff-fsm diff`` as a user runs it; seed → a976b2bf against a CPU budget."""
+    rows = []
+    budget = f"budget {behavioural_diff.BUDGET_S:g} s CPU"
+    for case, target in (
+        (behavioural_diff.SEED_A976B2BF, 1.0),
+        (behavioural_diff.STATECHART, None),
+        (behavioural_diff.GIT, None),
+    ):
+        _progress(f"behavioural diff {case.a} {case.b}")
+        try:
+            cpu, wall = behavioural_diff.measure(case, repeats=profile.diff_repeats)
+        except Exception as error:  # report it in the table, keep the other results
+            failure = f"{type(error).__name__}: {error}"
+            rows.append(Row(case.label, "—", budget, None, target, failure=failure))
+            continue
+        ratio = cpu / behavioural_diff.BUDGET_S if target is not None else None
+        shown = f"{cpu:.2f} s CPU ({wall:.2f} s wall)"
+        rows.append(Row(case.label, shown, budget if target else "—", ratio, target))
+    return rows
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -364,6 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *replay_rows(profile),
         simulate_row(profile),
         explore_row(profile),
+        *diff_rows(profile),
     ]
     print(report(rows, profile, command, time.perf_counter() - start))
     missed = [row for row in rows if row.missed]

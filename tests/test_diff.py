@@ -167,8 +167,8 @@ REOPENING_SHOWN = _replay_reads_revision()
     strict=True,
 )
 def test_seed_against_a976b2bf_shows_the_observable_changes_of_design_section_9() -> None:
-    # DESIGN.md §9: (1) a terminal fact after Success reopens cleanup and cancels the
-    # destination; (2) the delay actually scheduled is validated where it is
+    # README, "Protocol revisions": (1) a terminal fact after Success reopens cleanup and
+    # cancels the destination; (2) the delay actually scheduled is validated where it is
     # scheduled. (3) and (4) are what the seed already does (§6.1, §6.2), (5) is
     # conformance and (6) is in every revision: none of them shows on the coordinator.
     report = diff("seed", "a976b2bf")

@@ -361,11 +361,11 @@ def revisions_markdown(
     out = [
         f"## {number}. {REVISIONS_HEADING}",
         "",
-        "The protocol revisions this package offers (DESIGN.md §9), each compared with the "
-        "seed by `handoff-fsm diff`: both coordinators are given the same inputs (the input "
-        "classes of `handoff-fsm check`) in every pair of states they reach together, "
-        "breadth-first, and their replies compared as `handoff-fsm replay` prints them. Each "
-        "kind of difference is shown by its shortest trace.",
+        'The protocol revisions this package offers (README, "Protocol revisions"), each '
+        "compared with the seed by `handoff-fsm diff`: both coordinators are given the same "
+        "inputs (the input classes of `handoff-fsm check`) in every pair of states they reach "
+        "together, breadth-first, and their replies compared as `handoff-fsm replay` prints "
+        "them. Each kind of difference is shown by its shortest trace.",
         "",
     ]
     reports = revision_reports()

@@ -22,6 +22,7 @@ defines it (that is the snapshot's contract), else from replaying again.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
@@ -222,7 +223,7 @@ class SideDriver:
 
         return copy
 
-    @property
+    @functools.cached_property
     def _takes_factory(self) -> bool:
         try:
             return "factory" in inspect.signature(self.replay.TraceReplayer).parameters
