@@ -377,6 +377,18 @@ def test_the_bound_on_states_is_a_coded_error() -> None:
     assert raised.value.code is HandoffErrorCode.DIFF_TOO_LARGE
 
 
+def test_differences_found_within_the_bound_are_reported_as_not_exhaustive() -> None:
+    # 20 state pairs cut source first short (its product has 27, destination first 16);
+    # what was found is reported, shortest all the same, and the report says it stopped.
+    seed = InProcessSide(parse_side("seed"))
+    other = InProcessSide(SideSpec("drops", None, None, None), factory=DropsCancelDestination)
+    report = diff_sides(seed, other, max_states=20)
+    assert [d.inputs for d in report.differences] == [2]
+    assert not report.exhausted
+    assert report.stopped == "the bound of 20 state pairs per order was reached"
+    assert seed_against(DropsCancelDestination, "DropsCancelDestination").exhausted
+
+
 # ---------------------------------------------------------------------- command line
 
 

@@ -33,6 +33,7 @@ import pytest
 from handoff_fsm.cli import main
 from handoff_fsm.diagrams.chartdiff import Status
 from handoff_fsm.diagrams.diffreview import report_chart_diff
+from handoff_fsm.errors import DiffError, HandoffErrorCode
 from handoff_fsm.verify.diff import DiffReport, diff
 from handoff_fsm.verify.diffdriver import canonical
 from tests import test_explore_mutants as mutants
@@ -373,3 +374,26 @@ def test_review_against_a_revision_diffs_the_working_tree(
     # Without --against the section holds the revisions only.
     monkeypatch.chdir(ROOT)
     assert "The working tree against" not in (ROOT / "diagrams" / "REVIEW.md").read_text()
+
+
+def test_a_revision_without_the_package_is_a_coded_error(tmp_path: Path) -> None:
+    _git(tmp_path, "init", "--quiet")
+    (tmp_path / "README.md").write_text("nothing here\n")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "--quiet", "-m", "no package")
+    with pytest.raises(DiffError) as raised:
+        diff("git:HEAD", "seed", cwd=tmp_path)
+    assert raised.value.code is HandoffErrorCode.UNKNOWN_DIFF_SIDE
+    assert "holds no handoff_fsm package" in str(raised.value)
+
+
+def test_a_side_whose_package_does_not_load_is_a_coded_error(repo: Path) -> None:
+    commit_change(
+        repo, "broken", "handoff_fsm/__init__.py", '\nraise RuntimeError("broken on purpose")\n'
+    )
+    with pytest.raises(DiffError) as raised:
+        diff("git:HEAD~1", "git:HEAD", cwd=repo)
+    assert raised.value.code is HandoffErrorCode.DIFF_SIDE_FAILED
+    message = str(raised.value)
+    assert message.startswith("side git:HEAD (commit ")
+    assert "RuntimeError: broken on purpose" in message

@@ -45,6 +45,11 @@ def cli_diff(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), indent=2))
     else:
         print_report(report)
+    if report.stopped is not None:
+        print(
+            f"handoff-fsm diff: not every pair of states was explored: {report.stopped}",
+            file=sys.stderr,
+        )
     return 0 if report.equivalent else 1
 
 

@@ -282,12 +282,8 @@ def diff_markdown(report: DiffReport, *, command: str) -> str:
             picture=None if structure is None else f"{CHART_DIFF_NAME}.svg",
         ),
     ]
-    if not report.exhausted:
-        out += [
-            "Not every pair of states was explored: a side answered the same inputs "
-            "differently when they were given again, so nothing more it says can be trusted.",
-            "",
-        ]
+    if report.stopped is not None:
+        out += [f"Not every pair of states was explored: {report.stopped}.", ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -10,21 +10,22 @@ JSON float text, so infinities and NaN count), error codes, ``complete`` and
 A product state is (the observer's memory, A's state token, B's state token):
 while both sides have answered alike the observer's memory is the same for
 both (it is a function of the inputs and replies) and decides which inputs
-come next; a token is a digest of the side's snapshot, which by contract holds
-everything a coordinator needs to continue (see
+come next; a token names one value of the side's ``snapshot()``, which by
+contract holds everything a coordinator needs to continue (see
 :mod:`handoff_fsm.verify.diffdriver`). So two input sequences that reach equal
 product states have the same futures and one of them needs exploring, which
 makes the exploration finite and, being breadth-first, every divergence is
 first met through a shortest input sequence. The exploration does not go past
-a divergence. A side is also held to its own word: each state is rebuilt by
+a divergence. A side is also held to its own word: a state is rebuilt by
 replaying its inputs into a fresh replayer, and a side that then answers
 differently is reported as nondeterministic (with a two-coordinator trace that
 shows it) and ends the exploration, since nothing it says can be trusted.
 
-Divergences are grouped by *kind* (the class of input, and the shape of each
-side's reply: which action kinds, which error code, whether complete), so one
-behavioural change is one entry however many states show it; each entry keeps
-its shortest trace. Before it is reported, every trace is replayed from
+Divergences are grouped into *kinds*, so that one behavioural change is one
+entry however many states show it: the same chart event diverging the same
+way, or B departing from A by the same thing (the same actions more or fewer,
+the same error codes, the same completion) wherever it happens. Each kind
+keeps its shortest trace; before it is reported, the trace is replayed from
 scratch on both sides and must give the same replies again.
 """
 
@@ -66,9 +67,9 @@ class Difference:
     """One kind of divergence, with the shortest trace that shows it."""
 
     kind: str
-    """Stable name of the divergence: the input class and the shape of each reply."""
+    """Stable name of the divergence: the chart events, and what A and B do differently."""
     summary: str
-    """The shortest instance in words."""
+    """The shortest instance in words, and the other forms the same change takes."""
     trace: tuple[str, ...]
     """``handoff-fsm replay`` lines (JSON text): ``new`` (no revision), then the inputs."""
     a: dict[str, Any]
@@ -110,8 +111,8 @@ class DiffReport:
     """Product states (pairs of states) reached, over both orders."""
     differences: tuple[Difference, ...]
     """One per kind, sorted by trace length (then by discovery)."""
-    exhausted: bool
-    """Every reachable pair was explored (False if a nondeterministic side stopped it)."""
+    stopped: str | None
+    """Why not every reachable pair was explored (``None``: every one was)."""
     seconds: float
     charts: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
     """Each side's chart as plain data (``describe_chart()``), when asked for and available."""
@@ -121,6 +122,10 @@ class DiffReport:
     @property
     def equivalent(self) -> bool:
         return not self.differences
+
+    @property
+    def exhausted(self) -> bool:
+        return self.stopped is None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -404,6 +409,8 @@ class _Search:
     explored: int = 0
     nodes: int = 0
     unstable: _Unstable | None = None
+    bounded: bool = False
+    """The bound on states cut an order short (after a difference was found)."""
     replies: dict[str, Reply] = field(default_factory=dict)
 
     def reply(self, text: str) -> Reply:
@@ -499,6 +506,7 @@ class _Search:
                             f"more than {self.max_states} state pairs for {order.value} and no "
                             "difference among them (raise --max-states)",
                         )
+                    self.bounded = True
                     return True
                 index.add(key)
                 self.explored += 1
@@ -680,11 +688,17 @@ def diff_sides(
     began = time.perf_counter()
     labels = (a.spec.text, b.spec.text)
     search = _Search(a, b, max_states)
-    exhausted = True
+    stopped = None
     for order in orders:
         if not search.explore(order):
-            exhausted = False
+            stopped = (
+                f"side {search.unstable.side if search.unstable else '?'} answered the same "
+                "inputs differently when they were given again, so nothing more it says can "
+                "be trusted"
+            )
             break
+    if stopped is None and search.bounded:
+        stopped = f"the bound of {max_states} state pairs per order was reached"
     differences = _confirm(_kinds(list(search.found.values())), a, b, labels)
     if search.unstable is not None:
         differences.append(_unstable_difference(search.unstable, a, b, labels))
@@ -695,7 +709,7 @@ def diff_sides(
         b=labels[1],
         explored=search.explored,
         differences=tuple(differences),
-        exhausted=exhausted,
+        stopped=stopped,
         seconds=time.perf_counter() - began,
         charts=(described[0].get("chart"), described[1].get("chart")),
         chart_notes=(described[0].get("why"), described[1].get("why")),
