@@ -2,7 +2,7 @@
 
 Rule kept here: this script only orchestrates and reports; the measuring lives
 in :mod:`harness`, :mod:`bench_coordinator`, :mod:`bench_replay`,
-:mod:`bench_simulate` and :mod:`bench_explore`, and every
+:mod:`bench_simulate`, :mod:`bench_explore` and :mod:`bench_diff`, and every
 number in the table was measured in this run, on this machine. A ratio is
 library cost over yardstick cost (lower is better); ``--check`` exits 1 naming
 each target that was missed or could not be measured. Timing is never asserted
@@ -26,6 +26,7 @@ from uuid import UUID
 
 import bench_aio as aio
 import bench_coordinator as coordinator
+import bench_diff as behavioural_diff
 import bench_explore as exploration
 import bench_replay as replay
 import harness
@@ -56,6 +57,7 @@ class Profile:
     explore_repeats: int
     aio_handoffs: int
     aio_pairs: int
+    diff_repeats: int
 
 
 FULL = Profile(
@@ -73,6 +75,7 @@ FULL = Profile(
     explore_repeats=3,
     aio_handoffs=20_000,
     aio_pairs=5,
+    diff_repeats=3,
 )
 QUICK = Profile(
     name="quick",
@@ -89,6 +92,7 @@ QUICK = Profile(
     explore_repeats=1,
     aio_handoffs=2_000,
     aio_pairs=1,
+    diff_repeats=1,
 )
 
 
@@ -331,6 +335,32 @@ def aio_row(profile: Profile) -> Row:
     )
 
 
+def diff_rows(profile: Profile) -> list[Row]:
+    """``handoff-fsm diff`` as a user runs it; seed → a976b2bf against a CPU budget.
+
+    A quick run measures that one alone (the others take ten CPU seconds each).
+    """
+    rows = []
+    budget = f"budget {behavioural_diff.BUDGET_S:g} s CPU"
+    cases: list[tuple[behavioural_diff.Case, float | None]] = [
+        (behavioural_diff.SEED_A976B2BF, 1.0)
+    ]
+    if profile is not QUICK:
+        cases += [(behavioural_diff.STATECHART, None), (behavioural_diff.GIT, None)]
+    for case, target in cases:
+        _progress(f"behavioural diff {case.a} {case.b}")
+        try:
+            cpu, wall = behavioural_diff.measure(case, repeats=profile.diff_repeats)
+        except Exception as error:  # report it in the table, keep the other results
+            failure = f"{type(error).__name__}: {error}"
+            rows.append(Row(case.label, "—", budget, None, target, failure=failure))
+            continue
+        ratio = cpu / behavioural_diff.BUDGET_S if target is not None else None
+        shown = f"{cpu:.2f} s CPU ({wall:.2f} s wall)"
+        rows.append(Row(case.label, shown, budget if target else "—", ratio, target))
+    return rows
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -393,6 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         simulate_row(profile),
         explore_row(profile),
         aio_row(profile),
+        *diff_rows(profile),
     ]
     print(report(rows, profile, command, time.perf_counter() - start))
     missed = [row for row in rows if row.missed]

@@ -53,6 +53,10 @@ class HandoffErrorCode(StrEnum):
     UNKNOWN_COORDINATOR = "unknown_coordinator"
     FORGOTTEN_COORDINATOR = "forgotten_coordinator"
     LINE_TOO_LONG = "line_too_long"
+    # Behavioural diff (handoff-fsm diff).
+    UNKNOWN_DIFF_SIDE = "unknown_diff_side"
+    DIFF_SIDE_FAILED = "diff_side_failed"
+    DIFF_TOO_LARGE = "diff_too_large"
 
 
 class HandoffError(ValueError):
@@ -107,6 +111,10 @@ class TraceError(HandoffError):
     """Input could not be read (malformed JSON or wire value) or addresses no coordinator."""
 
 
+class DiffError(HandoffError):
+    """A behavioural diff could not run: a side names nothing loadable, or misbehaves."""
+
+
 _ERROR_CLASS: dict[HandoffErrorCode, type[HandoffError]] = {
     **dict.fromkeys(
         (
@@ -159,6 +167,14 @@ _ERROR_CLASS: dict[HandoffErrorCode, type[HandoffError]] = {
             HandoffErrorCode.LINE_TOO_LONG,
         ),
         TraceError,
+    ),
+    **dict.fromkeys(
+        (
+            HandoffErrorCode.UNKNOWN_DIFF_SIDE,
+            HandoffErrorCode.DIFF_SIDE_FAILED,
+            HandoffErrorCode.DIFF_TOO_LARGE,
+        ),
+        DiffError,
     ),
 }
 

@@ -516,8 +516,9 @@ def test_quick_run_prints_every_row() -> None:
     assert labels[: len(run.TIMED)] == [label for label, _, _, _ in run.TIMED]
     assert sum(label.startswith("bytes per live coordinator") for label in labels) == 2
     assert sum(label.startswith("replay") for label in labels) == 4
-    assert labels[-3].startswith("simulate")
-    assert labels[-2].startswith("exhaustive exploration, both orders")
-    assert labels[-1].startswith("asyncio HandoffSession, 1,000 concurrent")
+    assert labels[-4].startswith("simulate")
+    assert labels[-3].startswith("exhaustive exploration, both orders")
+    assert labels[-2].startswith("asyncio HandoffSession, 1,000 concurrent")
+    assert labels[-1].startswith("`diff seed a976b2bf`")
     assert "NOT MEASURED" not in result.stdout
     assert "Quick run" in result.stdout

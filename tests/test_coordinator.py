@@ -837,6 +837,10 @@ def test_every_rejected_call_leaves_the_coordinator_unchanged(engine: Engine) ->
             HandoffErrorCode.DUPLICATE_COORDINATOR,
             HandoffErrorCode.UNKNOWN_COORDINATOR,
             HandoffErrorCode.FORGOTTEN_COORDINATOR,
+            # handoff-fsm diff's (tests/test_diff.py)
+            HandoffErrorCode.UNKNOWN_DIFF_SIDE,
+            HandoffErrorCode.DIFF_SIDE_FAILED,
+            HandoffErrorCode.DIFF_TOO_LARGE,
         }
     }
     assert covered == coordinator_codes

@@ -25,6 +25,7 @@ from handoff_fsm.diagrams import (
     sequence_mermaid,
     statechart_mermaid,
 )
+from handoff_fsm.diagrams.diffreview import revision_reports
 from handoff_fsm.diagrams.mermaid import mermaid_text, regions_can_nest
 from handoff_fsm.diagrams.scenarios import PARTICIPANTS, MessageKind
 
@@ -89,9 +90,15 @@ def check_sequence_diagram(source: str) -> tuple[set[str], int]:
     assert lines[0] == "sequenceDiagram"
     declared: list[str] = []
     messages = 0
+    boxes = 0
     for line in lines[1:]:
         if line.startswith("participant "):
-            declared.append(line.removeprefix("participant "))
+            declared.append(line.removeprefix("participant ").partition(" as ")[0])
+        elif line.startswith("rect "):
+            boxes += 1
+        elif line == "end":
+            assert boxes, "end without rect"
+            boxes -= 1
         elif match := _MESSAGE.match(line):
             assert {match.group(1), match.group(3)} <= set(declared), line
             messages += 1
@@ -100,6 +107,7 @@ def check_sequence_diagram(source: str) -> tuple[set[str], int]:
         else:
             raise AssertionError(f"unexpected line: {line!r}")
     assert len(declared) == len(set(declared))
+    assert boxes == 0, "unclosed rect"
     return set(declared), messages
 
 
@@ -186,7 +194,8 @@ def test_mermaid_parses_every_generated_file_and_every_review_block(tmp_path: Pa
     files = {"statechart.mmd": statechart_mermaid(describe_chart())}
     files |= {f"lifecycle_{r.scenario.name}.mmd": sequence_mermaid(r) for r in lifecycles()}
     blocks = mermaid_blocks(review_markdown())
-    assert len(blocks) == 1 + len(lifecycles())
+    revisions = sum(len(report.differences) for report in revision_reports())
+    assert len(blocks) == 1 + len(lifecycles()) + revisions
     files |= {f"review_block_{i}.mmd": block for i, block in enumerate(blocks)}
     paths = []
     for name, source in files.items():

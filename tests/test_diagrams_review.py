@@ -24,6 +24,7 @@ def test_the_review_has_every_section_in_order() -> None:
         "5. Error codes",
         "6. Improvements over the reference",
         "7. State space",
+        "8. Revisions",
     ]
     assert "![The handoff statechart](statechart.svg)" in review
     for run in lifecycles():

@@ -207,6 +207,7 @@ def test_inputs_in_the_initial_state() -> None:
 def test_the_alphabet_schedules_an_infinite_delay_from_a_valid_timing() -> None:
     # A finite full-prompt delay passes validation; the delay scheduled for the
     # destination's transferable tokens overflows (README, "Protocol revisions").
+    # destination's transferable tokens overflows (a976b2bf rejects it: README, revisions).
     reserved = [
         op.fact
         for op in inputs_for(Observation(HANDOFF_ID, SF))

@@ -90,7 +90,7 @@ class Bent:
         order: HandoffOrder,
         fallback_transfer_delay_ms: float = 0.0,
         *,
-        revision: Revision = SEED,
+        revision: Revision = Revision.SEED,
         engine: Engine = "compiled",
     ) -> None:
         self.inner = HandoffCoordinator(

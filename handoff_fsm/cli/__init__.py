@@ -34,6 +34,7 @@ _RUNNERS: dict[str, str] = {
     "review": "handoff_fsm.cli.diagrams:cli_review",
     "check": "handoff_fsm.cli.check:cli_check",
     "simulate": "handoff_fsm.cli.simulate:cli_simulate",
+    "diff": "handoff_fsm.cli.diff:cli_diff",
 }
 
 _REVISIONS = ("seed", "a976b2bf")
@@ -144,6 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="Markdown file to write (default: diagrams/REVIEW.md)",
     )
+    review.add_argument(
+        "--against",
+        metavar="git:REV",
+        help="add the behavioural diff of the working tree against that git revision",
+    )
 
     check = commands.add_parser(
         "check",
@@ -231,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="no progress bar (shown on a terminal for long runs, never with --json)",
     )
     simulate.add_argument("--engine", choices=_ENGINES, default="compiled", help=_ENGINE_HELP)
+    _add_diff(commands)
     return parser
 
 
@@ -286,6 +293,35 @@ def _remember(text: str) -> int | None:
         return _natural(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"expected a count or 'all', got {quoted(text)}") from None
+
+
+def _add_diff(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    diff = commands.add_parser(
+        "diff",
+        help="compare two coordinators' observable behaviour; shortest trace per difference",
+        description="Explore the product of two sides breadth-first and report every kind of "
+        "difference in their replies with its shortest trace. A side is REVISION[@ENGINE] "
+        "(seed, seed@statechart, ...), git:REV[:REVISION][@ENGINE] (the project committed "
+        "at REV of the repository containing the working directory) or "
+        "worktree[:REVISION][@ENGINE]. Exit status 0 equivalent, 1 different, 2 error.",
+    )
+    diff.add_argument("a", metavar="A", help="the side before the change")
+    diff.add_argument("b", metavar="B", help="the side after the change")
+    diff.add_argument("--json", action="store_true", help="print one JSON object")
+    diff.add_argument("-o", "--output", metavar="DIR", help="write a review of the change to DIR")
+    diff.add_argument(
+        "--max-states",
+        type=int,
+        default=50_000,
+        metavar="N",
+        help="state pairs explored per order before giving up (default 50000)",
+    )
+    diff.add_argument(
+        "--processes",
+        action="store_true",
+        help="drive this package's sides in subprocesses, one per core (helps on an idle "
+        "machine; default: in this process)",
+    )
 
 
 def _runner(command: str) -> Callable[[argparse.Namespace], int]:

@@ -17,6 +17,7 @@ from handoff_fsm.cli.files import named_errors
 from handoff_fsm.diagrams.files import write_diagrams, write_review
 from handoff_fsm.diagrams.overlay import TraceOverlayError, write_overlay
 from handoff_fsm.diagrams.render import GraphvizError
+from handoff_fsm.errors import HandoffError
 
 
 def _fail(command: str, error: Exception) -> int:
@@ -50,8 +51,11 @@ def cli_diagram(args: argparse.Namespace) -> int:
 
 
 def cli_review(args: argparse.Namespace) -> int:
-    """``handoff-fsm review [-o diagrams/REVIEW.md]``: the design review."""
-    with named_errors(args.output):
-        output = write_review(Path(args.output))
+    """``handoff-fsm review [-o diagrams/REVIEW.md] [--against git:REV]``: the design review."""
+    try:
+        with named_errors(args.output):
+            output = write_review(Path(args.output), against=args.against)
+    except HandoffError as error:
+        return _fail("review", error)
     print(f"wrote {output}")
     return 0

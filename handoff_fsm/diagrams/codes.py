@@ -75,6 +75,12 @@ _DESCRIPTIONS: Final[dict[HandoffErrorCode, str]] = {
     "last `--remember` completions; replay kept only its key and completion.",
     _C.LINE_TOO_LONG: "A trace line is longer than `--max-line-bytes` (default 1 MiB); it is "
     "skipped unread.",
+    _C.UNKNOWN_DIFF_SIDE: "A `handoff-fsm diff` side names no known revision or engine, or a "
+    "git revision that does not exist or holds no `handoff_fsm` package.",
+    _C.DIFF_SIDE_FAILED: "A diff side's process died or left the protocol, or the side answered "
+    "the same inputs differently where no single trace can show it.",
+    _C.DIFF_TOO_LARGE: "The product of the two sides has more states than the diff's bound "
+    "allows, and no difference was found within it.",
 }
 
 

@@ -63,9 +63,11 @@ def diagram_files(chart: type[HandoffChart] = HandoffChart) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
-def review_files(chart: type[HandoffChart] = HandoffChart) -> dict[str, bytes]:
+def review_files(
+    chart: type[HandoffChart] = HandoffChart, *, against: str | None = None
+) -> dict[str, bytes]:
     """What ``handoff-fsm review`` writes into the diagrams folder."""
-    return {REVIEW_NAME: _text(review_markdown(describe_chart(chart)))}
+    return {REVIEW_NAME: _text(review_markdown(describe_chart(chart), against=against))}
 
 
 def _write(folder: Path, files: dict[str, bytes]) -> list[Path]:
@@ -93,10 +95,13 @@ def write_diagrams(outdir: Path = DIAGRAMS_DIR) -> list[Path]:
     return _write(outdir, diagram_files())
 
 
-def write_review(path: Path = DIAGRAMS_DIR / REVIEW_NAME) -> Path:
-    """Write the design review to ``path`` (its links point at files beside it)."""
+def write_review(path: Path = DIAGRAMS_DIR / REVIEW_NAME, *, against: str | None = None) -> Path:
+    """Write the design review to ``path`` (its links point at files beside it).
+
+    ``against`` (``git:REV``) adds the diff of the working tree against that revision.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = review_files()[REVIEW_NAME]
+    data = review_files(against=against)[REVIEW_NAME]
     if not _holds(path, data):
         path.write_bytes(data)
     return path

@@ -20,6 +20,7 @@ from typing import Final
 from handoff_fsm.chart import REJECTIONS
 from handoff_fsm.conformance import expected_normalized_handoff
 from handoff_fsm.diagrams.codes import error_conditions
+from handoff_fsm.diagrams.diffreview import revisions_markdown
 from handoff_fsm.diagrams.improvements import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN
 from handoff_fsm.diagrams.mermaid import statechart_mermaid
 from handoff_fsm.diagrams.model import ChartModel, describe_chart
@@ -345,8 +346,12 @@ def explorations() -> tuple[ExplorationReport, ...]:
 # ---------------------------------------------------------------------- the document
 
 
-def review_markdown(model: ChartModel | None = None) -> str:
-    """The whole design review as Markdown (deterministic)."""
+def review_markdown(model: ChartModel | None = None, *, against: str | None = None) -> str:
+    """The whole design review as Markdown (deterministic without ``against``).
+
+    ``against`` (``git:REV``) adds the behavioural diff of the working tree against
+    that revision to the "Revisions" section.
+    """
     model = model or describe_chart()
     runs = lifecycles()
     reports = explorations()
@@ -366,6 +371,7 @@ def review_markdown(model: ChartModel | None = None) -> str:
         "5. [Error codes](#5-error-codes)",
         "6. [Improvements over the reference](#6-improvements-over-the-reference)",
         "7. [State space](#7-state-space)",
+        "8. [Revisions](#8-revisions)",
         "",
         *_statechart_section(model),
         *_tables_section(model),
@@ -374,5 +380,7 @@ def review_markdown(model: ChartModel | None = None) -> str:
         *_errors_section(model),
         *_improvements_section(),
         *_space_section(reports),
+        "",
+        *revisions_markdown(8, against=against),
     ]
     return "\n".join(out).rstrip("\n") + "\n"

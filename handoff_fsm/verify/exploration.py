@@ -106,7 +106,8 @@ In ``destination_missing`` mode the delay ``StartTransfer`` carries is computed
 from the destination's transferable tokens, not the prompt's: one prompt token
 takes ~1.0e308 ms (finite, so the timing passes validation), the 10 tokens the
 explored ``DestinationReserved`` reports overflow to infinity. The full-prompt
-check does not imply a finite scheduled delay (README, "Protocol revisions").
+check does not imply a finite scheduled delay (README, "Protocol revisions": a976b2bf
+checks it where it is scheduled).
 """
 
 _UNIT: Final = {
