@@ -25,6 +25,7 @@ from handoff_fsm.chart import HandoffChart
 from handoff_fsm.diagrams import (
     DIAGRAMS_DIR,
     REVIEW_NAME,
+    SCENARIOS,
     describe_chart,
     diagram_files,
     dot_digest,
@@ -81,8 +82,11 @@ def test_generated_files_are_the_documented_set(regenerated: Path) -> None:
     assert {"statechart.dot", "statechart.svg", "statechart.png", "statechart.mmd"} <= names
     assert {"transitions.md", REVIEW_NAME} <= names
     lifecycles = {n for n in names if n.startswith("lifecycle_")}
-    assert len(lifecycles) == 10  # five lifecycles, each as Mermaid and SVG
-    assert len(names) == 16
+    assert len(lifecycles) == 3 * len(SCENARIOS)  # each lifecycle as its trace, Mermaid, SVG
+    for scenario in SCENARIOS:
+        stem = f"lifecycle_{scenario.name}"
+        assert {f"{stem}.jsonl", f"{stem}.mmd", f"{stem}.svg"} <= lifecycles
+    assert len(names) == 6 + len(lifecycles)
 
 
 @pytest.fixture

@@ -20,14 +20,14 @@ from handoff_fsm.diagrams import (
     Edge,
     EdgeKind,
     describe_chart,
-    lifecycles,
     review_markdown,
+    scenario_runs,
     sequence_mermaid,
     statechart_mermaid,
 )
 from handoff_fsm.diagrams.diffreview import revision_reports
+from handoff_fsm.diagrams.lifecycle import PARTICIPANTS, MessageKind
 from handoff_fsm.diagrams.mermaid import mermaid_text, regions_can_nest
-from handoff_fsm.diagrams.scenarios import PARTICIPANTS, MessageKind
 
 ROOT = Path(__file__).resolve().parents[1]
 MERMAID_CHECK = ROOT / "tools" / "mermaid-check" / "mermaid-check"
@@ -92,6 +92,8 @@ def check_sequence_diagram(source: str) -> tuple[set[str], int]:
     messages = 0
     boxes = 0
     for line in lines[1:]:
+        if line.startswith("title "):
+            continue
         if line.startswith("participant "):
             declared.append(line.removeprefix("participant ").partition(" as ")[0])
         elif line.startswith("rect "):
@@ -163,15 +165,18 @@ def test_regions_nest_unless_a_transition_touches_a_nested_composite() -> None:
 
 
 def test_sequence_diagrams_declare_every_participant_and_show_every_message() -> None:
-    for run in lifecycles():
-        declared, messages = check_sequence_diagram(sequence_mermaid(run))
+    notes = (MessageKind.STATE, MessageKind.END)
+    for run in scenario_runs():
+        declared, messages = check_sequence_diagram(sequence_mermaid(run.lifecycle))
         assert declared == {p.value for p in PARTICIPANTS}
-        assert messages == sum(1 for m in run.messages if m.kind is not MessageKind.STATE)
+        assert messages == sum(1 for m in run.lifecycle.messages if m.kind not in notes)
 
 
 def test_mermaid_text_escapes_what_mermaid_would_misread() -> None:
     assert mermaid_text("#3 a; b") == "#35;3 a#59; b"
     assert mermaid_text('say "hi"') == "say #quot;hi#quot;"
+    assert mermaid_text("<br> 100%%") == "#lt;br#gt; 100#37;#37;"
+    assert mermaid_text("a\nb\tc\x07\ud800") == "a b c\\x07\\ud800"
 
 
 def test_the_checker_catches_an_undeclared_state() -> None:
@@ -192,10 +197,12 @@ def _mermaid_check(paths: list[Path]) -> subprocess.CompletedProcess[str]:
 @pytest.mark.requires("node")
 def test_mermaid_parses_every_generated_file_and_every_review_block(tmp_path: Path) -> None:
     files = {"statechart.mmd": statechart_mermaid(describe_chart())}
-    files |= {f"lifecycle_{r.scenario.name}.mmd": sequence_mermaid(r) for r in lifecycles()}
+    files |= {
+        f"lifecycle_{r.scenario.name}.mmd": sequence_mermaid(r.lifecycle) for r in scenario_runs()
+    }
     blocks = mermaid_blocks(review_markdown())
     revisions = sum(len(report.differences) for report in revision_reports())
-    assert len(blocks) == 1 + len(lifecycles()) + revisions
+    assert len(blocks) == 1 + len(scenario_runs()) + revisions
     files |= {f"review_block_{i}.mmd": block for i, block in enumerate(blocks)}
     paths = []
     for name, source in files.items():

@@ -6,7 +6,7 @@ import re
 
 from handoff_fsm import HandoffErrorCode, HandoffOrder
 from handoff_fsm.conformance import expected_normalized_handoff
-from handoff_fsm.diagrams import chart_space, lifecycles, review_markdown
+from handoff_fsm.diagrams import chart_space, review_markdown, scenario_runs
 from handoff_fsm.diagrams.review import observed_lifecycle
 from handoff_fsm.engines.compiled import compiled_chart
 from handoff_fsm.model import HandoffCompletion
@@ -27,8 +27,9 @@ def test_the_review_has_every_section_in_order() -> None:
         "8. Revisions",
     ]
     assert "![The handoff statechart](statechart.svg)" in review
-    for run in lifecycles():
+    for run in scenario_runs():
         assert f"(lifecycle_{run.scenario.name}.svg)" in review
+        assert f"(lifecycle_{run.scenario.name}.jsonl)" in review
     for code in HandoffErrorCode:
         assert f"| `{code.value}` |" in review
 
@@ -64,9 +65,9 @@ def test_the_scripted_success_runs_show_the_expected_normalized_lifecycles() -> 
     for order in HandoffOrder:
         run = next(
             r
-            for r in lifecycles()
-            if r.scenario.order is order and r.completion is HandoffCompletion.SUCCESS
+            for r in scenario_runs()
+            if r.scenario.order is order and r.lifecycle.completion is HandoffCompletion.SUCCESS
         )
-        assert observed_lifecycle(run) == expected_normalized_handoff(order)
+        assert observed_lifecycle(run.lifecycle) == expected_normalized_handoff(order)
     review = review_markdown()
     assert review.count(" | same ([") == 2

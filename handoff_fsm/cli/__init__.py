@@ -35,6 +35,7 @@ _RUNNERS: dict[str, str] = {
     "check": "handoff_fsm.cli.check:cli_check",
     "simulate": "handoff_fsm.cli.simulate:cli_simulate",
     "diff": "handoff_fsm.cli.diff:cli_diff",
+    "lifecycle": "handoff_fsm.cli.lifecycle:cli_lifecycle",
 }
 
 _REVISIONS = ("seed", "a976b2bf")
@@ -131,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     diagram.add_argument(
         "-o", "--output", required=True, metavar="OUT", help="output file: .svg, .png or .dot"
     )
+
+    _add_lifecycle(commands)
 
     review = commands.add_parser(
         "review",
@@ -239,6 +242,36 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--engine", choices=_ENGINES, default="compiled", help=_ENGINE_HELP)
     _add_diff(commands)
     return parser
+
+
+def _add_lifecycle(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    lifecycle = commands.add_parser(
+        "lifecycle",
+        help="draw one coordinator's run in a trace as a sequence diagram",
+        description="Replay TRACE (JSON lines as for replay, '-' for stdin) and draw one "
+        "coordinator's run as a sequence diagram (Caller, Coordinator, Source, Destination, "
+        "Transfer): inputs, rejections, issued actions, chart states, the completion.",
+    )
+    lifecycle.add_argument("trace", metavar="TRACE", help="trace file (JSON lines), or - for stdin")
+    lifecycle.add_argument(
+        "--coordinator",
+        metavar="KEY",
+        help="which coordinator of the trace to draw (default: the first one created)",
+    )
+    lifecycle.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="output file: .mmd (Mermaid), .md (Markdown with a Mermaid block), .svg or .png",
+    )
+    lifecycle.add_argument(
+        "--title", metavar="TEXT", help="the diagram's title (default: Lifecycle of KEY)"
+    )
+    lifecycle.add_argument(
+        "--list",
+        action="store_true",
+        help="print the trace's coordinators with their inputs and completion instead",
+    )
 
 
 class _VersionAction(argparse.Action):

@@ -19,7 +19,9 @@ from handoff_fsm.diagrams.files import (
     write_diagrams,
     write_review,
 )
+from handoff_fsm.diagrams.follow import CoordinatorSummary, FollowedRun, follow, list_coordinators
 from handoff_fsm.diagrams.improvements import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN
+from handoff_fsm.diagrams.lifecycle import Lifecycle, lifecycle_of, trace_lifecycle
 from handoff_fsm.diagrams.mermaid import statechart_mermaid
 from handoff_fsm.diagrams.model import (
     ChartModel,
@@ -40,8 +42,20 @@ from handoff_fsm.diagrams.overlay import (
 )
 from handoff_fsm.diagrams.render import GraphvizError, GraphvizMissingError, render
 from handoff_fsm.diagrams.review import chart_space, review_markdown
-from handoff_fsm.diagrams.scenarios import SCENARIOS, Lifecycle, Scenario, lifecycles, run_scenario
-from handoff_fsm.diagrams.sequence import render_sequence, sequence_dot, sequence_mermaid
+from handoff_fsm.diagrams.scenarios import (
+    SCENARIOS,
+    Scenario,
+    ScenarioRun,
+    run_scenario,
+    scenario_runs,
+    scenario_trace,
+)
+from handoff_fsm.diagrams.sequence import (
+    render_sequence,
+    sequence_dot,
+    sequence_markdown,
+    sequence_mermaid,
+)
 from handoff_fsm.diagrams.stamp import dot_digest, read_stamp
 from handoff_fsm.diagrams.tables import inputs_markdown, transition_tables_markdown
 
@@ -52,16 +66,19 @@ __all__ = [
     "REVIEW_NAME",
     "SCENARIOS",
     "ChartModel",
+    "CoordinatorSummary",
     "Drift",
     "Edge",
     "EdgeKind",
     "ErrorCondition",
+    "FollowedRun",
     "GraphvizError",
     "GraphvizMissingError",
     "Guard",
     "Highlight",
     "Lifecycle",
     "Scenario",
+    "ScenarioRun",
     "StateKind",
     "StateNode",
     "TraceOverlayError",
@@ -73,8 +90,10 @@ __all__ = [
     "dot_digest",
     "drift",
     "error_conditions",
+    "follow",
     "inputs_markdown",
-    "lifecycles",
+    "lifecycle_of",
+    "list_coordinators",
     "overlay_dot",
     "read_stamp",
     "render",
@@ -82,10 +101,14 @@ __all__ = [
     "review_files",
     "review_markdown",
     "run_scenario",
+    "scenario_runs",
+    "scenario_trace",
     "sequence_dot",
+    "sequence_markdown",
     "sequence_mermaid",
     "statechart_dot",
     "statechart_mermaid",
+    "trace_lifecycle",
     "trace_path",
     "transition_tables_markdown",
     "write_diagrams",

@@ -25,7 +25,7 @@ from handoff_fsm.diagrams.mermaid import statechart_mermaid
 from handoff_fsm.diagrams.model import describe_chart
 from handoff_fsm.diagrams.render import render
 from handoff_fsm.diagrams.review import lifecycle_file, review_markdown, statechart_file
-from handoff_fsm.diagrams.scenarios import lifecycles
+from handoff_fsm.diagrams.scenarios import scenario_runs
 from handoff_fsm.diagrams.sequence import render_sequence, sequence_mermaid
 from handoff_fsm.diagrams.stamp import comparable
 from handoff_fsm.diagrams.tables import inputs_markdown, transition_tables_markdown
@@ -57,9 +57,10 @@ def diagram_files(chart: type[HandoffChart] = HandoffChart) -> dict[str, bytes]:
             + inputs_markdown(model)
         ),
     }
-    for run in lifecycles():
-        files[lifecycle_file(run, "mmd")] = _text(sequence_mermaid(run))
-        files[lifecycle_file(run, "svg")] = render_sequence(run, "svg")
+    for run in scenario_runs():
+        files[lifecycle_file(run, "jsonl")] = _text("".join(f"{line}\n" for line in run.trace))
+        files[lifecycle_file(run, "mmd")] = _text(sequence_mermaid(run.lifecycle))
+        files[lifecycle_file(run, "svg")] = render_sequence(run.lifecycle, "svg")
     return dict(sorted(files.items()))
 
 

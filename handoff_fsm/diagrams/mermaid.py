@@ -17,22 +17,47 @@ initial arrow), so the file still draws.
 
 from __future__ import annotations
 
+import unicodedata
+
 from handoff_fsm.diagrams.dot import edge_label_lines
 from handoff_fsm.diagrams.model import ChartModel, EdgeKind, StateKind, StateNode, field_text
 
 _INDENT = "    "
 
 
-_ENTITIES = {"#": "#35;", ";": "#59;", '"': "#quot;"}
+_ENTITIES = {
+    "#": "#35;",
+    ";": "#59;",
+    '"': "#quot;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "%": "#37;",
+}
+"""Characters Mermaid would read as syntax or markup, as the entity codes it draws as text."""
 
 
 def mermaid_text(text: str) -> str:
-    """Text safe inside a Mermaid label: ``#`` and ``;`` as Mermaid's entity codes.
+    """Text Mermaid shows exactly as written, on one line.
 
-    Mermaid reads ``;`` as the end of a statement and drops a label that starts
-    with ``#``; written as ``#35;``/``#59;`` it draws the characters themselves.
+    Mermaid reads ``;`` as the end of a statement, drops a label that starts
+    with ``#``, turns ``<br>`` into a line break, passes other tags to the
+    browser's sanitizer and ``%%`` starts a comment or directive; written as
+    entity codes (``#35;``, ``#59;``, ``#lt;``, ...) it draws the characters
+    themselves. Line breaks and tabs become spaces; other control characters
+    (and lone surrogates) are spelled ``\\xNN``/``\\uNNNN`` so they stay visible.
     """
-    return "".join(_ENTITIES.get(char, char) for char in text)
+    out: list[str] = []
+    for char in text:
+        if char in _ENTITIES:
+            out.append(_ENTITIES[char])
+        elif char in "\t\n\r":
+            out.append(" ")
+        elif char in "\ufffe\uffff" or unicodedata.category(char) in ("Cc", "Cs"):
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 _WORKAROUND = {

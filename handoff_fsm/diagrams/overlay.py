@@ -1,13 +1,12 @@
 """Trace overlay: the statechart with one coordinator's path through a trace drawn on it.
 
-Rule kept here: the path is what the real replay did. The trace is replayed
-with :class:`~handoff_fsm.io.replay.TraceReplayer` (the same code as
-``handoff-fsm replay``); before and after each input of the chosen
-coordinator, its chart state is read from its public snapshot, and the
-declared transitions that input fired are the ones python-statemachine's own
-interpreter fires for that step (:func:`handoff_fsm.verify.coverage.step_transitions`).
-A rejected input marks the rejecting row of its state; every error reply is
-listed beside the chart.
+Rule kept here: the path is what the real replay did. The trace is followed
+with :func:`~handoff_fsm.diagrams.follow.follow` (the replayer behind
+``handoff-fsm replay``, and its own coordinator's chart state before and
+after each line), and the declared transitions an input fired are the ones
+python-statemachine's own interpreter fires for that step
+(:func:`handoff_fsm.verify.coverage.step_transitions`). A rejected input marks
+the rejecting row of its state; every error reply is listed beside the chart.
 """
 
 from __future__ import annotations
@@ -15,23 +14,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from handoff_fsm.chart import ACKNOWLEDGEMENTS, ACTION_FAILED, FACT_EVENTS, REJECTIONS, START
-from handoff_fsm.coordinator import HandoffCoordinator
+from handoff_fsm.chart import REJECTIONS
 from handoff_fsm.diagrams.dot import Highlight, statechart_dot
+from handoff_fsm.diagrams.follow import TraceLine, follow
 from handoff_fsm.diagrams.model import ChartModel, describe_chart
 from handoff_fsm.diagrams.render import render
-from handoff_fsm.engines.compiled import ChartState
-from handoff_fsm.errors import HandoffError, HandoffErrorCode
-from handoff_fsm.io.jsontext import loads
+from handoff_fsm.errors import TraceError
 from handoff_fsm.io.lines import bounded_lines
-from handoff_fsm.io.replay import TraceReplayer
-from handoff_fsm.io.wire import fact_from_wire, outcome_from_wire
 from handoff_fsm.model import HandoffCompletion, HandoffOrder
-from handoff_fsm.verify.coverage import chart_state_of, rejection_transition, step_transitions
+from handoff_fsm.verify.coverage import rejection_transition, step_transitions
 
 _REJECTION_CODES = frozenset(rejection.code for rejection in REJECTIONS.values())
+
+TraceOverlayError = TraceError
+"""What :func:`trace_path` raises for a trace without that coordinator (``unknown_coordinator``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,143 +65,50 @@ class TracePath:
     completion: HandoffCompletion | None
 
 
-class TraceOverlayError(ValueError):
-    """The trace has no such coordinator (or none at all)."""
-
-
-def _parse(line: str) -> dict[str, Any] | None:
-    try:
-        op = loads(line)  # replay's own reader: no recursion limit, the same refusals
-    except ValueError:
-        return None
-    return op if isinstance(op, dict) else None
-
-
-def _state_of(coordinator: HandoffCoordinator) -> ChartState:
-    state = chart_state_of(coordinator.snapshot())
-    if state is None:  # every state a coordinator reaches is in the compiled chart
-        raise AssertionError(f"{coordinator!r} is in no compiled chart state")
-    return state
-
-
-def _event_of(op: dict[str, Any], coordinator: HandoffCoordinator) -> str | None:
-    """The chart event an input becomes (``None`` where the journal stops it first)."""
-    kind = op.get("op")
-    if kind == "start":
-        return START
-    if kind == "fact":
-        return FACT_EVENTS[type(fact_from_wire(op["fact"]))]
-    outcome = outcome_from_wire(op["outcome"])
-    issued = {entry.id: entry.action for entry in coordinator.snapshot().issued}
-    action = issued.get(op["action_id"])
-    if action is None:
-        return None
-    return ACTION_FAILED if outcome.is_failed else ACKNOWLEDGEMENTS[type(action)].event
-
-
-def _apply(op: dict[str, Any], coordinator: HandoffCoordinator) -> int:
-    """Give ``op`` to ``coordinator``; the number of actions it issued."""
-    kind = op["op"]
-    if kind == "start":
-        return len(coordinator.start())
-    if kind == "fact":
-        return len(coordinator.on_fact(fact_from_wire(op["fact"])))
-    return len(coordinator.on_action_outcome(op["action_id"], outcome_from_wire(op["outcome"])))
-
-
-_NOT_APPLIED = frozenset(
-    {
-        HandoffErrorCode.INVALID_INPUT,
-        HandoffErrorCode.DUPLICATE_COORDINATOR,
-        HandoffErrorCode.UNKNOWN_COORDINATOR,
-        HandoffErrorCode.FORGOTTEN_COORDINATOR,
-        HandoffErrorCode.LINE_TOO_LONG,
-    }
-)
-"""Error replies for lines that never reach a coordinator."""
-
-
-def trace_path(lines: Iterable[str], coordinator: str | None = None) -> TracePath:
+def trace_path(lines: Iterable[TraceLine], coordinator: str | None = None) -> TracePath:
     """Replay ``lines`` and follow ``coordinator`` (default: the first one the trace creates).
 
-    The replies are :class:`~handoff_fsm.io.replay.TraceReplayer`'s. The followed
-    coordinator is mirrored by a coordinator of our own, fed the same inputs the
-    replayer accepted; its replies must agree with the replayer's (checked), and
-    its snapshots say which chart state each input started from and reached.
+    Raises :class:`~handoff_fsm.errors.TraceError` (``unknown_coordinator``) when the
+    trace creates no such coordinator.
     """
-    replayer = TraceReplayer()
-    target = coordinator
-    mirror: HandoffCoordinator | None = None
-    steps: list[TraceStep] = []
-    unattributed: list[tuple[int, str, str]] = []
+    run = follow(lines, coordinator)
     transitions = step_transitions()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        op = _parse(line)
-        key = op.get("coordinator") if op is not None else None
-        reply = replayer.reply(line, number)
-        error = reply.get("error")
-        code = HandoffErrorCode(error["code"]) if error is not None else None
-        if not isinstance(key, str):
-            if error is not None:
-                unattributed.append((number, error["code"], error["message"]))
-            continue
-        assert op is not None
-        if mirror is None:
-            if op.get("op") == "new" and code is None and target in (None, key):
-                target = key
-                mirror = HandoffCoordinator(
-                    op["handoff_id"], op["order"], op.get("fallback_transfer_delay_ms", 0.0)
-                )
-            continue
-        if key != target or (op.get("op") == "new" and code is not None):
-            continue
-        before = _state_of(mirror)
-        event = None
-        issued = 0
-        if code not in _NOT_APPLIED:
-            event = _event_of(op, mirror)
-            try:
-                issued = _apply(op, mirror)
-            except HandoffError as mirrored:
-                if mirrored.code is not code:
-                    raise AssertionError(
-                        f"line {number}: replay said {code}, the mirror {mirrored.code}"
-                    ) from None
-            else:
-                if code is not None:
-                    raise AssertionError(f"line {number}: replay said {code}, mirror accepted")
-        after = _state_of(mirror)
+    steps = []
+    for step in run.steps:
         fired: tuple[int, ...] = ()
         rejected_by = None
-        if event is not None and code is None and (issued or after is not before):
-            fired = tuple(sorted(transitions[(before.index, event)]))
-        elif event is not None and code in _REJECTION_CODES:
-            rejected_by = rejection_transition(before.leaves, event, code)
+        code = step.error[0] if step.error is not None else None
+        if (
+            step.event is not None
+            and code is None
+            and (step.actions or step.after is not step.before)
+        ):
+            fired = tuple(sorted(transitions[(step.before.index, step.event)]))
+        elif step.event is not None and code in _REJECTION_CODES:
+            assert code is not None
+            rejected_by = rejection_transition(step.before.leaves, step.event, code)
         steps.append(
             TraceStep(
-                number=len(steps) + 1,
-                line=number,
-                op=str(op.get("op")),
-                event=event,
-                before=before.leaves,
-                after=after.leaves,
+                number=step.number,
+                line=step.line,
+                op=step.op,
+                event=step.event,
+                before=step.before.leaves,
+                after=step.after.leaves,
                 edges=fired,
                 rejected_by=rejected_by,
-                error=(error["code"], error["message"]) if error is not None else None,
+                error=(step.error[0].value, step.error[1]) if step.error is not None else None,
             )
         )
-    if mirror is None or target is None:
-        named = f"coordinator {target!r}" if target is not None else "any coordinator"
-        raise TraceOverlayError(f"the trace creates no {named} (no valid 'new' line)")
     return TracePath(
-        coordinator=target,
-        order=mirror.order,
+        coordinator=run.coordinator,
+        order=run.order,
         steps=tuple(steps),
-        unattributed_errors=tuple(unattributed),
-        final_state=mirror.state,
-        completion=mirror.completion,
+        unattributed_errors=tuple(
+            (line, code.value, text) for line, code, text in run.unattributed
+        ),
+        final_state=run.final_state,
+        completion=run.completion,
     )
 
 
@@ -255,7 +159,9 @@ def _initial_leaves(model: ChartModel, state_id: str) -> tuple[str, ...]:
     return _initial_leaves(model, first.id)
 
 
-def overlay_dot(lines: Iterable[str], coordinator: str | None = None, *, name: str = "") -> str:
+def overlay_dot(
+    lines: Iterable[TraceLine], coordinator: str | None = None, *, name: str = ""
+) -> str:
     """The statechart as DOT with ``coordinator``'s path through the trace highlighted."""
     model = describe_chart()
     path = trace_path(lines, coordinator)
@@ -272,9 +178,8 @@ def write_overlay(trace: Path, output: Path, coordinator: str | None = None) -> 
     suffix = output.suffix.lower()
     if suffix not in (".svg", ".png", ".dot"):
         raise ValueError(f"output must end in .svg, .png or .dot, not {output.name!r}")
-    with trace.open("rb") as stream:  # an over-long line is cut, as replay cuts it
-        lines = (line.decode("utf-8") for line in bounded_lines(stream))
-        source = overlay_dot(lines, coordinator, name=trace.name)
+    with trace.open("rb") as stream:
+        source = overlay_dot(bounded_lines(stream), coordinator, name=trace.name)
     data = source.encode("utf-8") if suffix == ".dot" else render(source, suffix[1:])  # type: ignore[arg-type]
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes(data)

@@ -22,9 +22,10 @@ from handoff_fsm.conformance import expected_normalized_handoff
 from handoff_fsm.diagrams.codes import error_conditions
 from handoff_fsm.diagrams.diffreview import revisions_markdown
 from handoff_fsm.diagrams.improvements import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN
+from handoff_fsm.diagrams.lifecycle import Lifecycle, MessageKind
 from handoff_fsm.diagrams.mermaid import statechart_mermaid
 from handoff_fsm.diagrams.model import ChartModel, describe_chart
-from handoff_fsm.diagrams.scenarios import Lifecycle, MessageKind, lifecycles
+from handoff_fsm.diagrams.scenarios import ScenarioRun, scenario_runs
 from handoff_fsm.diagrams.sequence import sequence_mermaid
 from handoff_fsm.diagrams.tables import inputs_markdown, transition_tables_markdown
 from handoff_fsm.engines.compiled import CompiledChart, compiled_chart
@@ -47,8 +48,8 @@ def statechart_file(suffix: str) -> str:
     return f"statechart.{suffix}"
 
 
-def lifecycle_file(lifecycle: Lifecycle, suffix: str) -> str:
-    return f"lifecycle_{lifecycle.scenario.name}.{suffix}"
+def lifecycle_file(run: ScenarioRun, suffix: str) -> str:
+    return f"lifecycle_{run.scenario.name}.{suffix}"
 
 
 def observed_lifecycle(lifecycle: Lifecycle) -> tuple[NormalizedHandoffEvent, ...]:
@@ -175,34 +176,39 @@ def _tables_section(model: ChartModel) -> list[str]:
     ]
 
 
-def _lifecycles_section(runs: tuple[Lifecycle, ...]) -> list[str]:
+def _lifecycles_section(runs: tuple[ScenarioRun, ...]) -> list[str]:
     out = [
         "## 3. Lifecycles",
         "",
-        "Each diagram is a run of the real `HandoffCoordinator` through a scripted "
-        "environment: the action ids (`#n`), delays and states are what it produced. Notes "
-        "on the Coordinator's lifeline give its active leaf states after each input.",
+        "Each scripted environment is written as a `handoff-fsm replay` trace "
+        "(`lifecycle_<name>.jsonl`), and each diagram is drawn from that trace by "
+        "`handoff-fsm lifecycle`, as any trace is: the action ids (`#n`), delays, rejections "
+        "and states are what replaying it produced. Notes on the Coordinator's lifeline give "
+        "its active leaf states after each input; the note across every lifeline says how "
+        "the run ended.",
         "",
     ]
     for number, run in enumerate(runs, start=1):
-        scenario = run.scenario
-        issued = len(run.issued)
-        completion = run.completion.value if run.completion is not None else "not complete"
+        scenario, lifecycle = run.scenario, run.lifecycle
+        issued = len(lifecycle.issued)
+        completion = lifecycle.completion
+        ended = completion.value if completion is not None else "not complete"
         out += [
             f"### 3.{number}. {scenario.title}",
             "",
             f"{scenario.summary} Order `{scenario.order.value}`; {issued} actions issued; "
-            f"completion **{completion}**.",
+            f"completion **{ended}**. Trace: [`{lifecycle_file(run, 'jsonl')}`]"
+            f"({lifecycle_file(run, 'jsonl')}).",
             "",
             f"![{scenario.title}]({lifecycle_file(run, 'svg')})",
             "",
-            *_mermaid_block(sequence_mermaid(run)),
+            *_mermaid_block(sequence_mermaid(lifecycle)),
             "",
         ]
     return out
 
 
-def _normalized_section(runs: tuple[Lifecycle, ...]) -> list[str]:
+def _normalized_section(runs: tuple[ScenarioRun, ...]) -> list[str]:
     out = [
         "## 4. Expected normalized lifecycles",
         "",
@@ -218,9 +224,9 @@ def _normalized_section(runs: tuple[Lifecycle, ...]) -> list[str]:
         run = next(
             r
             for r in runs
-            if r.scenario.order is order and r.completion is HandoffCompletion.SUCCESS
+            if r.scenario.order is order and r.lifecycle.completion is HandoffCompletion.SUCCESS
         )
-        observed = observed_lifecycle(run)
+        observed = observed_lifecycle(run.lifecycle)
         verdict = "same" if observed == expected else " → ".join(e.value for e in observed)
         out.append(
             f"| `{order.value}` | {' → '.join(e.value for e in expected)} | "
@@ -230,8 +236,8 @@ def _normalized_section(runs: tuple[Lifecycle, ...]) -> list[str]:
     return out
 
 
-def _anchor(run: Lifecycle) -> str:
-    number = next(i for i, r in enumerate(lifecycles(), start=1) if r is run)
+def _anchor(run: ScenarioRun) -> str:
+    number = next(i for i, r in enumerate(scenario_runs(), start=1) if r is run)
     words = f"3{number} {run.scenario.title}".lower()
     kept = "".join(c for c in words if c.isalnum() or c in " -")
     return kept.replace(" ", "-")
@@ -353,7 +359,7 @@ def review_markdown(model: ChartModel | None = None, *, against: str | None = No
     that revision to the "Revisions" section.
     """
     model = model or describe_chart()
-    runs = lifecycles()
+    runs = scenario_runs()
     reports = explorations()
     out = [
         "# Design review: the prefill-to-decode handoff statechart",

@@ -1,0 +1,115 @@
+"""``handoff-fsm lifecycle``: the sequence diagram of one coordinator's run in a trace.
+
+Rule kept here: argument handling and file plumbing only. The trace is read
+with a bound on line length (:func:`~handoff_fsm.io.lines.bounded_lines`), the run
+is followed and worded by the library (:func:`~handoff_fsm.diagrams.follow.follow`,
+:func:`~handoff_fsm.diagrams.lifecycle.lifecycle_of`) and drawn by
+:func:`~handoff_fsm.diagrams.sequence.lifecycle_bytes`, the same functions that
+draw the committed lifecycles. A problem the user can fix (no such
+coordinator, an unknown output suffix, an unreadable file, Graphviz missing)
+is one line on stderr with its code where it has one, and exit status 2;
+lines of the trace that name no coordinator are listed on stderr and drawn
+nowhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from handoff_fsm.diagrams.follow import CoordinatorSummary, FollowedRun, follow, list_coordinators
+from handoff_fsm.diagrams.lifecycle import lifecycle_of
+from handoff_fsm.diagrams.render import GraphvizError
+from handoff_fsm.diagrams.sequence import LIFECYCLE_SUFFIXES, lifecycle_bytes
+from handoff_fsm.errors import HandoffError
+from handoff_fsm.io.lines import bounded_lines
+
+_SHOWN_ERRORS: Final = 5
+"""Lines that name no coordinator listed on stderr (the rest are counted)."""
+
+
+def _fail(message: str) -> int:
+    print(f"handoff-fsm lifecycle: {message}", file=sys.stderr)
+    return 2
+
+
+def _shown(key: str) -> str:
+    """A coordinator key as the terminal should show it: as is, or JSON-quoted if unprintable."""
+    return key if key.isprintable() and key.strip() == key and key else json.dumps(key)
+
+
+def _print_list(coordinators: tuple[CoordinatorSummary, ...]) -> None:
+    rows = [("coordinator", "order", "inputs", "rejected", "completion")]
+    rows += [
+        (
+            _shown(c.coordinator),
+            c.order.value,
+            str(c.inputs),
+            str(c.rejected),
+            c.completion.value if c.completion is not None else "not complete",
+        )
+        for c in coordinators
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        cells = [
+            cell.rjust(width) if i in (2, 3) else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        print("  ".join(cells).rstrip())
+
+
+def _warn_unattributed(run: FollowedRun) -> None:
+    for line, code, message in run.unattributed[:_SHOWN_ERRORS]:
+        print(
+            f"handoff-fsm lifecycle: line {line} not drawn: {code.value}: {message}",
+            file=sys.stderr,
+        )
+    more = run.unattributed_count - min(len(run.unattributed), _SHOWN_ERRORS)
+    if more > 0:
+        print(f"handoff-fsm lifecycle: {more} more lines name no coordinator", file=sys.stderr)
+
+
+def cli_lifecycle(args: argparse.Namespace) -> int:
+    """``handoff-fsm lifecycle TRACE|- [--coordinator KEY] [--title T] -o OUT | --list``."""
+    output = Path(args.output) if args.output is not None else None
+    if not args.list:
+        if output is None:
+            return _fail("say where to draw it: -o OUT (.mmd, .md, .svg or .png), or use --list")
+        if output.suffix.lower() not in LIFECYCLE_SUFFIXES:
+            return _fail(
+                f"-o {output.name}: a lifecycle is written as {', '.join(LIFECYCLE_SUFFIXES)}"
+            )
+    try:
+        with ExitStack() as stack:
+            source: BinaryIO = (
+                sys.stdin.buffer
+                if args.trace == "-"
+                else stack.enter_context(open(args.trace, "rb"))
+            )
+            lines = bounded_lines(source)
+            if args.list:
+                _print_list(list_coordinators(lines))
+                return 0
+            run = follow(lines, args.coordinator)
+    except HandoffError as error:
+        return _fail(f"{error.code.value}: {error.message}")
+    except OSError as error:
+        return _fail(f"cannot read {args.trace}: {error.strerror or error}")
+    _warn_unattributed(run)
+    assert output is not None
+    try:
+        data = lifecycle_bytes(lifecycle_of(run, title=args.title), output.suffix)
+    except GraphvizError as error:
+        return _fail(str(error))
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_bytes(data)
+    except OSError as error:
+        return _fail(f"cannot write {output}: {error.strerror or error}")
+    print(f"wrote {output} (coordinator {_shown(run.coordinator)}, {run.inputs} inputs)")
+    return 0

@@ -1,0 +1,306 @@
+"""`handoff-fsm lifecycle`: any trace's coordinator drawn exactly as the committed lifecycles.
+
+The committed lifecycles are drawn from their committed traces by the same
+function the command uses, so the command reproduces them byte for byte.
+Hostile traces (malformed lines, unknown coordinators, huge lines, bytes that
+are not UTF-8) give coded errors and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handoff_fsm.cli import main
+from handoff_fsm.diagrams import (
+    DIAGRAMS_DIR,
+    SCENARIOS,
+    dot_digest,
+    follow,
+    list_coordinators,
+    read_stamp,
+    sequence_dot,
+    sequence_mermaid,
+    trace_lifecycle,
+)
+from handoff_fsm.diagrams.lifecycle import Participant
+from handoff_fsm.errors import HandoffErrorCode, TraceError
+from handoff_fsm.io.lines import bounded_lines
+from tests.test_diagrams_mermaid import MERMAID_CHECK, check_sequence_diagram
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / DIAGRAMS_DIR
+A = "aaaaaaaa-0000-4000-8000-00000000000a"
+B = "bbbbbbbb-0000-4000-8000-00000000000b"
+TIMING = {"mode": "full_prompt", "full_prompt_tokens": 16, "kv_bytes_per_token": 8}
+
+
+def _line(key: str, op: str, **fields: Any) -> str:
+    return json.dumps({"coordinator": key, "op": op, **fields})
+
+
+def _trace() -> list[str]:
+    """Two interleaved coordinators; c1 sees a rejection, a duplicate and a late outcome."""
+    return [
+        _line("c1", "new", handoff_id=A, order="SourceFirst"),
+        _line("c2", "new", handoff_id=B, order="DestinationFirst"),
+        _line("c1", "fact", fact={"SourceHeld": {"handoff_id": A, "transfer_timing": TIMING}}),
+        _line("c1", "start"),
+        "{not json",
+        _line("c2", "start"),
+        _line("c1", "outcome", action_id=0, outcome="Submitted"),
+        _line("c1", "outcome", action_id=0, outcome="Submitted"),
+        _line("c1", "fact", fact={"TimedOut": {"handoff_id": A}}),
+        _line("c1", "outcome", action_id=1, outcome="Applied"),
+        _line("c1", "fact", fact={"TimedOut": {"handoff_id": A}}),
+    ]
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------- one drawing path
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_each_committed_lifecycle_is_drawn_from_its_committed_trace(scenario: Any) -> None:
+    stem = COMMITTED / f"lifecycle_{scenario.name}"
+    with (stem.with_suffix(".jsonl")).open("rb") as stream:
+        lifecycle = trace_lifecycle(bounded_lines(stream), title=scenario.title)
+    assert sequence_mermaid(lifecycle) == stem.with_suffix(".mmd").read_text(encoding="utf-8")
+    svg = stem.with_suffix(".svg").read_bytes()
+    assert read_stamp("svg", svg) == dot_digest(sequence_dot(lifecycle))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_the_command_reproduces_each_committed_lifecycle(scenario: Any, tmp_path: Path) -> None:
+    stem = COMMITTED / f"lifecycle_{scenario.name}"
+    out = tmp_path / "out.mmd"
+    args = ["lifecycle", str(stem.with_suffix(".jsonl")), "--title", scenario.title]
+    assert main([*args, "-o", str(out)]) == 0
+    assert out.read_bytes() == stem.with_suffix(".mmd").read_bytes()
+    svg = tmp_path / "out.svg"
+    assert main([*args, "-o", str(svg)]) == 0
+    assert read_stamp("svg", svg.read_bytes()) == read_stamp(
+        "svg", stem.with_suffix(".svg").read_bytes()
+    )
+
+
+# ---------------------------------------------------------------------- any trace
+
+
+def test_without_a_coordinator_the_first_one_created_is_drawn() -> None:
+    lifecycle = trace_lifecycle(_trace())
+    assert lifecycle.coordinator == "c1"
+    assert lifecycle.title == "Lifecycle of c1"
+    assert lifecycle.subtitle == (f"SourceFirst handoff {A} · Canceled after 7 inputs, 1 rejected")
+    other = trace_lifecycle(_trace(), "c2")
+    assert other.order.value == "DestinationFirst"
+    assert other.messages[-1].text == (
+        "not complete after 1 input, none rejected: source_idle, reserving, transfer_idle"
+    )
+
+
+def test_the_messages_of_a_run_with_rejected_duplicate_and_late_inputs() -> None:
+    lifecycle = trace_lifecycle(_trace())
+    shown = [f"{m.kind} {m.sender}>{m.receiver}: {m.text}" for m in lifecycle.messages]
+    assert shown == [
+        "fact Source>Coordinator: SourceHeld(full_prompt, 16 tokens, 8 B/token)",
+        "rejected Coordinator>Source: ✗ source_held_before_submit: source held before prefill "
+        "submission was acknowledged (state…",
+        "call Caller>Coordinator: start()",
+        "action Coordinator>Source: #0 SubmitPrefill",
+        "state Coordinator>Coordinator: submitting, destination_idle, transfer_idle",
+        "outcome Source>Coordinator: #0 Submitted",
+        "state Coordinator>Coordinator: submitted, destination_idle, transfer_idle",
+        "outcome Source>Coordinator: #0 Submitted (ignored)",
+        "fact Caller>Coordinator: TimedOut",
+        "action Coordinator>Source: #1 CancelSource",
+        "state Coordinator>Coordinator: canceling_source, destination_untouched",
+        "outcome Source>Coordinator: #1 Applied",
+        "action Coordinator>Caller: #2 Complete (Canceled)",
+        "state Coordinator>Coordinator: complete",
+        "fact Caller>Coordinator: TimedOut (late, ignored)",
+        "end Caller>Transfer: Canceled after 7 inputs, 1 rejected",
+    ]
+
+
+def test_a_stalled_cleanup_ends_not_complete_with_the_cancel_never_acknowledged() -> None:
+    lines = [
+        _line("k", "new", handoff_id=A, order="SourceFirst"),
+        _line("k", "start"),
+        _line("k", "fact", fact={"Failed": {"handoff_id": A}}),
+        _line("k", "fact", fact={"TimedOut": {"handoff_id": A}}),
+    ]
+    lifecycle = trace_lifecycle(lines)
+    texts = [m.text for m in lifecycle.messages]
+    assert texts[-3:] == [
+        "TimedOut (ignored)",
+        "#1 CancelSource: never acknowledged",
+        "not complete after 3 inputs, none rejected: canceling_source, destination_untouched",
+    ]
+    assert "#0 SubmitPrefill: never acknowledged" in texts
+    assert lifecycle.completion is None
+
+
+def test_a_foreign_fact_and_an_unreadable_line_of_the_coordinator_are_rejections() -> None:
+    lines = [
+        _line("k", "new", handoff_id=A, order="SourceFirst"),
+        _line("k", "fact", fact={"TimedOut": {"handoff_id": B}}),
+        _line("k", "bogus"),
+        _line("k", "new", handoff_id=A, order="SourceFirst"),
+        _line("k", "outcome", action_id=7, outcome={"Failed": "x" * 500}),
+    ]
+    messages = trace_lifecycle(lines).messages
+    texts = [m.text for m in messages]
+    assert texts[0] == f"TimedOut for handoff {B}"
+    assert texts[1].startswith("✗ foreign_handoff: ")
+    assert texts[2] == "line 3: 'bogus' (unreadable)"
+    assert texts[3].startswith("✗ invalid_input: line 3: ")
+    assert texts[4] == "line 4: new (again)"
+    assert texts[5].startswith("✗ duplicate_coordinator: ")
+    assert texts[6].startswith("#7 Failed('xxxx")
+    assert len(texts[6]) <= 96
+    assert messages[6].sender is Participant.CALLER  # no action 7: its owner is unknown
+    assert texts[7].startswith("✗ unknown_action: ")
+    assert all(len(text) <= 96 for text in texts)
+
+
+def test_only_the_first_inputs_are_drawn_and_the_rest_counted() -> None:
+    lines = [_line("k", "new", handoff_id=A, order="SourceFirst"), _line("k", "start")]
+    lines += [_line("k", "outcome", action_id=0, outcome="Submitted")] * 50
+    lifecycle = trace_lifecycle(lines, max_steps=10)
+    inputs = [m for m in lifecycle.messages if m.line is not None]
+    assert len(inputs) == 10
+    assert lifecycle.messages[-1].text == (
+        "not complete after 51 inputs, none rejected (41 later inputs not drawn): "
+        "submitted, destination_idle, transfer_idle"
+    )
+
+
+def test_list_names_every_coordinator_with_its_completion() -> None:
+    listed = list_coordinators(_trace())
+    assert [(c.coordinator, c.inputs, c.rejected, c.completion) for c in listed] == [
+        ("c1", 7, 1, "Canceled"),
+        ("c2", 1, 0, None),
+    ]
+
+
+# ---------------------------------------------------------------------- hostile traces
+
+
+def test_an_unknown_coordinator_is_a_coded_error_naming_the_ones_there_are() -> None:
+    with pytest.raises(TraceError) as caught:
+        follow(_trace(), "nope")
+    assert caught.value.code is HandoffErrorCode.UNKNOWN_COORDINATOR
+    assert "no coordinator 'nope'" in caught.value.message
+    assert "it creates 'c1', 'c2'" in caught.value.message
+
+
+def test_a_trace_without_any_coordinator_is_a_coded_error() -> None:
+    for lines in ([], ["", "{", "[1, 2]", '"x"', "\xff"], [b"\xff\xfe garbage"]):
+        with pytest.raises(TraceError) as caught:
+            follow(lines)
+        assert caught.value.code is HandoffErrorCode.UNKNOWN_COORDINATOR
+    with pytest.raises(TraceError, match="the first: invalid_input: line 1: invalid JSON"):
+        follow(["{"])
+
+
+def test_a_huge_line_is_skipped_unread_and_reported() -> None:
+    huge = b'{"coordinator": "k", "op": "start", "pad": "' + b"x" * (3 << 20) + b'"}\n'
+    data = (_line("k", "new", handoff_id=A, order="SourceFirst") + "\n").encode() + huge
+    data += (_line("k", "start") + "\n").encode()
+    run = follow(bounded_lines(io.BytesIO(data)))
+    assert [step.line for step in run.steps] == [3]
+    assert run.unattributed_count == 1
+    line, code, message = run.unattributed[0]
+    assert (line, code) == (2, HandoffErrorCode.LINE_TOO_LONG)
+    assert "longer than the limit of 1048576 bytes" in message
+
+
+def _cli(args: list[str], stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """The real command in a subprocess: what a user sees, tracebacks included."""
+    command = [sys.executable, "-m", "handoff_fsm", "lifecycle", *args]
+    return subprocess.run(command, input=stdin, capture_output=True, check=False, cwd=ROOT)
+
+
+def test_hostile_inputs_to_the_command_give_one_coded_line_and_exit_2(tmp_path: Path) -> None:
+    trace = _write(tmp_path / "t.jsonl", _trace())
+    out = tmp_path / "out.svg"
+    cases = [
+        (["-", "-o", str(out)], b"{not json\n\xff\xfe\n[]\n", "unknown_coordinator"),
+        ([str(trace), "--coordinator", "zz", "-o", str(out)], b"", "unknown_coordinator"),
+        ([str(tmp_path / "missing.jsonl"), "-o", str(out)], b"", "cannot read"),
+        ([str(tmp_path), "-o", str(out)], b"", "cannot read"),
+        ([str(trace), "-o", str(tmp_path / "out.gif")], b"", "is written as .mmd, .md"),
+        ([str(trace)], b"", "-o OUT"),
+    ]
+    for args, stdin, expected in cases:
+        result = _cli(args, stdin)
+        err = result.stderr.decode()
+        assert result.returncode == 2, (args, err)
+        assert expected in err, (args, err)
+        assert "Traceback" not in err
+        assert len(err.strip().splitlines()) == 1, err
+        assert not out.exists()
+
+
+def test_the_command_reads_stdin_and_lists_unattributed_lines(tmp_path: Path) -> None:
+    out = tmp_path / "c1.md"
+    stdin = "".join(f"{line}\n" for line in _trace()).encode()
+    result = _cli(["-", "-o", str(out)], stdin)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode() == f"wrote {out} (coordinator c1, 7 inputs)\n"
+    assert result.stderr.decode().startswith(
+        "handoff-fsm lifecycle: line 5 not drawn: invalid_input: line 5: invalid JSON"
+    )
+    assert out.read_text(encoding="utf-8").startswith("# Lifecycle of c1\n")
+
+
+def test_list_prints_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    escape = _line("w\x1b[31m", "new", handoff_id=B, order="SourceFirst")
+    trace = _write(tmp_path / "t.jsonl", [*_trace(), escape])
+    assert main(["lifecycle", str(trace), "--list"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "coordinator    order             inputs  rejected  completion",
+        "c1             SourceFirst            7         1  Canceled",
+        "c2             DestinationFirst       1         0  not complete",
+        '"w\\u001b[31m"  SourceFirst            0         0  not complete',
+    ]
+
+
+# ---------------------------------------------------------------------- Mermaid itself
+
+
+def test_every_drawn_lifecycle_passes_mermaids_parser(tmp_path: Path) -> None:
+    """Hostile text (markup, Mermaid syntax, controls) in keys, reasons and messages."""
+    hostile = 'k;#1 <b>x</b> %% -->> "q" \x07\\n'
+    lines = [
+        _line(hostile, "new", handoff_id=A, order="DestinationFirst"),
+        _line(hostile, "start"),
+        _line(hostile, "outcome", action_id=0, outcome={"Failed": 'no;# <br> %%{init}%% "x"\n'}),
+        _line(hostile, "fact", fact={"SourceHeld": {"handoff_id": A, "transfer_timing": TIMING}}),
+        _line(hostile, 'op";#<i>'),
+        _line(hostile, "outcome", action_id=1, outcome="Applied"),
+    ]
+    paths = []
+    for index, (trace, key) in enumerate(((lines, None), (_trace(), "c1"), (_trace(), "c2"))):
+        path = _write(tmp_path / f"t{index}.jsonl", trace)
+        out = tmp_path / f"l{index}.mmd"
+        chosen = ["--coordinator", key] if key else []
+        assert main(["lifecycle", str(path), "-o", str(out), *chosen]) == 0
+        check_sequence_diagram(out.read_text(encoding="utf-8"))
+        paths.append(out)
+    result = subprocess.run(
+        [str(MERMAID_CHECK), *map(str, paths)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("ok ") == len(paths)
