@@ -18,6 +18,7 @@ from handoff_fsm.diagrams import (
     statechart_dot,
 )
 from handoff_fsm.diagrams.dot import edge_label_lines, statechart_graph
+from handoff_fsm.diagrams.model import ChartModel
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -72,7 +73,7 @@ def test_every_transition_is_labelled_with_its_event_and_guard() -> None:
     dot = statechart_dot(model)
     for edge in model.edges:
         if edge.kind is EdgeKind.REJECTION:
-            row = f"{edge.event_text} / ✗ {edge.rejection}"
+            row = f"{edge.event_text} /<br/>&nbsp;&nbsp;✗ {edge.rejection}"
             assert row in dot, row
             continue
         lines = edge_label_lines(edge)
@@ -101,7 +102,7 @@ def test_initial_markers_mark_each_region_start_and_the_chart_start() -> None:
     for region in model.regions:
         initial = next(c for c in model.children(region.id) if c.initial)
         assert f"{_q(f'__initial_{region.id}__')} -> {_q(initial.id)}" in statements
-    assert "__start__ -> source_idle [lhead=cluster_active]" in statements
+    assert "__start__ -> __order_active__ [lhead=cluster_active]" in statements
     assert "complete -> __end_complete__" in statements
 
 
@@ -123,16 +124,62 @@ def test_the_svg_contains_every_state_and_is_deterministic() -> None:
 
 
 @pytest.mark.requires("dot")
-def test_the_png_stays_viewable_at_full_size() -> None:
+def test_the_png_stays_readable_at_a_web_pages_width() -> None:
     dot = statechart_dot(describe_chart())
     png = render(dot, "png")
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert read_stamp("png", png) == dot_digest(dot)
     width = int.from_bytes(png[16:20], "big")
     height = int.from_bytes(png[20:24], "big")
-    # Legible at 100 %: about a laptop screen and a half wide, text at 10-12 pt.
-    assert 1500 < width < 3200
-    assert 800 < height < 1800
+    # GitHub shows an image at most ~900 px wide: 10 pt labels (13.3 px at 96 dpi) stay at
+    # 9 px or more when the picture is at most 1330 px wide. Tall is fine: pages scroll.
+    assert 800 < width <= 1330
+    assert height < 2.2 * width
+
+
+def _positions(dot: str) -> tuple[float, dict[str, tuple[float, float]]]:
+    """Graphviz's own layout (``-Tplain``): the drawing's width and each node's centre."""
+    plain = graphviz.Source(dot).pipe(format="plain", quiet=True).decode()
+    width = 0.0
+    nodes: dict[str, tuple[float, float]] = {}
+    for line in plain.splitlines():
+        fields = line.split()
+        if fields[0] == "graph":
+            width = float(fields[2])
+        elif fields[0] == "node":
+            nodes[fields[1].strip('"')] = (float(fields[2]), float(fields[3]))
+    return width, nodes
+
+
+def _within(model: ChartModel, node: str, ancestor: str) -> bool:
+    """``node`` is a state of the chart inside ``ancestor``."""
+    parent: str | None = node
+    ids = {state.id for state in model.states}
+    while parent in ids:
+        if parent == ancestor:
+            return True
+        parent = model.state(parent).parent
+    return False
+
+
+@pytest.mark.requires("dot")
+def test_regions_stand_side_by_side_in_order_and_phases_stack_downwards() -> None:
+    model = describe_chart()
+    width, at = _positions(statechart_dot(model))
+    for phase in ("active", "cleaning_up"):
+        starts = [at[f"__initial_{region.id}__"] for region in model.children(phase)]
+        assert [x for x, _ in starts] == sorted(x for x, _ in starts), phase  # left to right
+        assert len({y for _, y in starts}) == 1, phase  # on one rank
+    active = [y for node, (_, y) in at.items() if _within(model, node, "active")]
+    cleanup = [y for node, (_, y) in at.items() if _within(model, node, "cleaning_up")]
+    for phase, placed in (("active", active), ("cleaning_up", cleanup)):
+        atoms = [s for s in model.states if not s.is_cluster and _within(model, s.id, phase)]
+        assert len(placed) == len(atoms) > 0
+    assert min(active) > max(cleanup)  # y grows upwards: cleaning up lies below active
+    region_right = max(at[f"__initial_{r.id}__"][0] for r in model.children("cleaning_up"))
+    assert at["complete"][0] > region_right  # complete sits beside the last phase
+    assert at["complete"][1] < min(active)
+    assert width <= 1330 / 96
 
 
 @pytest.mark.requires("dot")

@@ -37,8 +37,8 @@ from handoff_fsm.diagrams import (
     write_diagrams,
     write_review,
 )
-from handoff_fsm.diagrams.dot import FONT
 from handoff_fsm.diagrams.stamp import Format, figure_format, stamp
+from handoff_fsm.diagrams.style import FONT
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / DIAGRAMS_DIR

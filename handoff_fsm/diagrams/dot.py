@@ -10,15 +10,19 @@ The DOT is built with the ``graphviz`` package (``graphviz.Digraph``, a
 subgraph per cluster), which quotes identifiers and attribute values; label
 text is escaped in :mod:`~handoff_fsm.diagrams.labels`.
 
-Layout: ``rankdir=LR``, so each region reads left to right; the regions of a
-parallel state stack vertically inside its cluster; ``cleaning_up`` sits below
-``active`` (the edge between them does not constrain ranks) and ``complete``
-to the right of both. Eventless transitions are dashed, ``done.state`` ones
-bold; a rejected event is a red row of its state ("✗ error code"), not a loop.
+Layout: top to bottom (``rankdir=TB``), so the picture stays narrow enough to
+read at a web page's width: each region is a column read downwards, the
+regions of a parallel state stand side by side in document order, later
+phases (``cleaning_up``) sit below earlier ones, and a top-level atomic state
+(``complete``) and the legend sit beside the last phase. Eventless transitions
+are dashed, ``done.state`` ones bold; a rejected event is a red row of its
+state ("✗ error code"), not a loop. The legend inside the picture
+(:mod:`~handoff_fsm.diagrams.legend`) says all of this.
 """
 
 from __future__ import annotations
 
+import itertools
 import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +31,7 @@ from typing import Any
 import graphviz
 
 from handoff_fsm.diagrams.labels import html, plain, text
+from handoff_fsm.diagrams.legend import statechart_legend
 from handoff_fsm.diagrams.model import (
     ChartModel,
     Edge,
@@ -36,20 +41,30 @@ from handoff_fsm.diagrams.model import (
     effect_text,
     field_text,
 )
+from handoff_fsm.diagrams.style import (
+    FINAL_MARK,
+    FONT,
+    INK,
+    MUTED,
+    OTHER_PARALLEL_FILL,
+    PARALLEL_FILL,
+    REGION_FILL,
+    REJECT,
+    TAKEN,
+    VISITED_FILL,
+)
 
-FONT = "DejaVu Sans,Verdana,sans-serif"
-"""Graphviz lays out with the first family (Debian's fonts-dejavu, on every machine of this
-kind, so the layout is the same everywhere); SVG viewers get the whole list as CSS."""
-
-_INK = "#1f2933"
-_MUTED = "#52606d"
-_REJECT = "#b3261e"
-_CLUSTER_FILL = {"active": "#eef5fc", "cleaning_up": "#fdf3e7"}
-_REGION_FILL = "#ffffff"
-_VISITED_FILL = "#dff3e4"
-_TAKEN = "#1565c0"
-_FINAL_MARK = "#0b7a3e"
+_INK = INK
+_MUTED = MUTED
+_REJECT = REJECT
+_CLUSTER_FILL = PARALLEL_FILL
+_REGION_FILL = REGION_FILL
+_VISITED_FILL = VISITED_FILL
+_TAKEN = TAKEN
+_FINAL_MARK = FINAL_MARK
 _LABEL_WIDTH = 26
+_TITLE_WIDTH = 80
+"""Characters per title line: an overlay's long title wraps instead of widening the picture."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +133,11 @@ def _cluster(state_id: str) -> str:
     return f"cluster_{state_id}"
 
 
+def _order_node(state_id: str) -> str:
+    """The invisible node atop a parallel state that orders its regions."""
+    return f"__order_{state_id}__"
+
+
 # ---------------------------------------------------------------------- writer
 
 
@@ -129,23 +149,27 @@ class _Writer:
     # -- structure -----------------------------------------------------------
 
     def graph(self) -> Any:
+        """The whole picture: the title atop, the chart, the legend along the bottom.
+
+        The legend is the root graph's label (bottom left), so it never pushes a state
+        aside; the title is the label of a borderless cluster holding the chart.
+        """
         model = self.model
         title = self.hl.title if self.hl is not None and self.hl.title else model.name
         g = graphviz.Digraph(
             model.name,
             graph_attr={
-                "rankdir": "LR",
+                "rankdir": "TB",
                 "compound": "true",
                 "newrank": "true",
                 "splines": "spline",
-                "nodesep": "0.40",
-                "ranksep": "0.45",
+                "nodesep": "0.30",
+                "ranksep": "0.40",
                 "pad": "0.25",
                 "fontname": FONT,
-                "fontsize": "16",
-                "labelloc": "t",
+                "labelloc": "b",
                 "labeljust": "l",
-                "label": html(f"<b>{text(title)}</b>"),
+                "label": statechart_legend(overlay=self.hl is not None),
             },
             node_attr={"fontname": FONT, "fontsize": "12", "color": _INK, "fontcolor": _INK},
             edge_attr={
@@ -156,11 +180,26 @@ class _Writer:
                 "arrowsize": "0.7",
             },
         )
+        lines = textwrap.wrap(title, width=_TITLE_WIDTH, break_long_words=False) or [""]
+        chart_attrs = {
+            "label": html("<br/>".join(f"<b>{text(line)}</b>" for line in lines)),
+            "labelloc": "t",
+            "labeljust": "l",
+            "fontsize": "16",
+            "peripheries": "0",
+            "margin": "4",
+        }
+        with g.subgraph(name="cluster___chart__", graph_attr=chart_attrs) as chart:
+            self._chart(chart)
+        return g
+
+    def _chart(self, g: Any) -> None:
+        model = self.model
         initial = model.state(model.initial)
         g.node("__start__", label="", shape="point", width="0.16")
         g.edge(
             "__start__",
-            self._anchor_in(initial),
+            self._top(initial),
             **({"lhead": _cluster(initial.id)} if initial.is_cluster else {}),
         )
         for state_id in model.top_level:
@@ -174,9 +213,66 @@ class _Writer:
                 end, label="", shape="doublecircle", style="filled", fillcolor=_INK, width="0.09"
             )
             g.edge(final.id, end)
+        self._arrange(g)
         if self.hl is not None and self.hl.notes:
             self._notes(g, self.hl.notes, after=[f"__end_{final.id}__" for final in finals])
-        return g
+
+    # -- arrangement (invisible constraints only: nothing here is drawn) -------
+
+    def _phases(self) -> list[StateNode]:
+        """The top-level states drawn as clusters, in document order."""
+        return [self.model.state(s) for s in self.model.top_level if self.model.state(s).is_cluster]
+
+    def _regions(self, phase: StateNode) -> list[StateNode]:
+        children = self.model.children(phase.id)
+        return (
+            [c for c in children if c.is_cluster] if phase.kind is StateKind.PARALLEL else [phase]
+        )
+
+    def _bottom(self, region: StateNode) -> str:
+        """The leaf drawn lowest in a region column: its first final state, else its last."""
+        leaves = [c for c in self.model.children(region.id) if not c.is_cluster]
+        finals = [leaf for leaf in leaves if leaf.final]
+        return (finals[0] if finals else leaves[-1]).id
+
+    def _top(self, state: StateNode) -> str:
+        """The node at the top of a cluster: its region-ordering node, or its first state."""
+        return _order_node(state.id) if state.kind is StateKind.PARALLEL else self._anchor_in(state)
+
+    def _arrange(self, g: Any) -> None:
+        """Regions side by side, phases stacked, ``complete`` and the legend beside the last.
+
+        Every constraint is an invisible edge or a ``rank=same`` group, so the
+        picture shows only the chart; they only tell Graphviz where things go.
+        """
+        phases = self._phases()
+        for upper, lower in itertools.pairwise(phases):
+            # The lower phase starts below every region of the upper one: at the label of
+            # the transition between them when there is one, else at its top.
+            joints = [
+                f"__via_{edge.index}__"
+                for edge in self.model.edges
+                if (edge.source, edge.target) == (upper.id, lower.id)
+            ]
+            target = joints[0] if joints else self._top(lower)
+            for region in self._regions(upper):
+                g.edge(self._bottom(region), target, style="invis")
+        if not phases:
+            return
+        last = phases[-1]
+        bottoms = [self._bottom(region) for region in self._regions(last)]
+        atoms = [s for s in self.model.top_level if not self.model.state(s).is_cluster]
+        self._row(g, [*bottoms, *atoms])
+
+    @staticmethod
+    def _row(g: Any, nodes: list[str]) -> None:
+        """``nodes`` on one rank, left to right in this order."""
+        with g.subgraph() as row:
+            row.attr(rank="same")
+            for node in nodes:
+                row.node(node)
+        for left, right in itertools.pairwise(nodes):
+            g.edge(left, right, style="invis")
 
     def _anchor_in(self, state: StateNode) -> str:
         """An atomic state inside ``state`` to attach cluster edges to (its initial path)."""
@@ -192,7 +288,7 @@ class _Writer:
         visited = self.hl is not None and state.id in self.hl.visited
         if state.kind is StateKind.PARALLEL:
             style = "rounded,filled,bold"
-            fill = _CLUSTER_FILL.get(state.id, "#f4f6f8")
+            fill = _CLUSTER_FILL.get(state.id, OTHER_PARALLEL_FILL)
             label = html(f"<b>{text(state.label)}</b>  <i>parallel</i>")
             fontsize = "14"
         else:
@@ -207,12 +303,23 @@ class _Writer:
             "color": _MUTED,
             "fontsize": fontsize,
             "margin": "10",
+            "peripheries": "1",
         }
         if visited:
             attrs |= {"penwidth": "2", "pencolor": _TAKEN}
         with g.subgraph(name=_cluster(state.id), graph_attr=attrs) as cluster:
             children = self.model.children(state.id)
-            if state.kind is not StateKind.PARALLEL:
+            if state.kind is StateKind.PARALLEL:
+                # Graphviz keeps the out-edges of an ``ordering=out`` node left to right as
+                # written: the regions stand side by side in document order.
+                order = _order_node(state.id)
+                cluster.node(
+                    order, shape="point", width="0", height="0", style="invis", ordering="out"
+                )
+                for region in children:
+                    if region.is_cluster:
+                        cluster.edge(order, f"__initial_{region.id}__", style="invis")
+            else:
                 initial = next((c for c in children if c.initial), None)
                 if initial is not None:
                     marker = f"__initial_{state.id}__"
@@ -232,13 +339,13 @@ class _Writer:
         for edge in self.model.edges:
             if edge.kind is EdgeKind.REJECTION and edge.source == state.id:
                 steps = hl.rejected.get(edge.index, ()) if hl is not None else ()
-                row = text(f"{edge.event_text} / ✗ {edge.rejection}")
+                row = f"{text(edge.event_text)} /<br/>&nbsp;&nbsp;✗ {text(str(edge.rejection))}"
                 row = f"<b>{row}  {_steps(steps)}</b>" if steps else row
                 compartment.append(f'<font color="{_REJECT}">{row}</font>')
         if compartment:
             rows.append("<hr/>")
             rows += [
-                f'<tr><td align="left"><font point-size="10">{line}</font></td></tr>'
+                f'<tr><td align="left" balign="left"><font point-size="10">{line}</font></td></tr>'
                 for line in compartment
             ]
         attrs = {
@@ -249,7 +356,7 @@ class _Writer:
             ),
             "shape": "box",
             "style": "rounded,filled",
-            "margin": "0.06",
+            "margin": "0.10,0.05",
             "fillcolor": "#ffffff",
             "penwidth": "1.2",
             "color": _INK,
@@ -290,9 +397,9 @@ class _Writer:
             attrs["ltail"] = _cluster(source.id)
         if target.is_cluster:
             attrs["lhead"] = _cluster(target.id)
-        if source.parent is None and source.id != self.model.initial:
-            # Leaving a later phase (cleaning_up -> complete) must not pull that phase
-            # rightwards: only the first phase decides where ``complete`` sits.
+        if source.parent is None and source.is_cluster:
+            # Leaving a phase for a top-level state (``complete``): where that state sits
+            # is decided by :meth:`_arrange`, beside the last phase.
             attrs["constraint"] = "false"
         g.edge(self._anchor_out(source), self._anchor_in(target), **attrs)
 
@@ -304,7 +411,7 @@ class _Writer:
         attrs: dict[str, str],
         label: str | None,
     ) -> None:
-        """A transition between two top-level clusters, drawn down the left-hand side.
+        """A transition between two top-level clusters, drawn from one down to the next.
 
         The phases stack vertically (``active`` above ``cleaning_up``); the label is a
         node of its own between them, so it can never sit on a cluster border.
@@ -313,32 +420,16 @@ class _Writer:
         target = self.model.state(edge.target)
         joint = f"__via_{edge.index}__"
         g.node(joint, label=label or plain(""), shape="plaintext", fontsize="10", margin="0.02")
-        last_region = self.model.children(source.id)[-1]
-        tail = f"__initial_{last_region.id}__"
+        tail = self._bottom(self._regions(source)[0])
         g.edge(tail, joint, **attrs, arrowhead="none", ltail=_cluster(source.id))
-        g.edge(
-            joint,
-            self._anchor_in(target),
-            **attrs,
-            constraint="false",
-            lhead=_cluster(target.id),
-        )
+        g.edge(joint, self._top(target), **attrs, lhead=_cluster(target.id))
 
     def _anchor_out(self, state: StateNode) -> str:
-        """Where a transition leaving ``state`` starts: for clusters, a final leaf.
+        """Where a transition leaving a cluster starts: the bottom of its last region.
 
-        The first phase (``active``, on top) is left from its last region, later phases
-        (``cleaning_up``, below) from their first one: both sit next to ``complete``.
+        The last region's column is the one beside ``complete`` (see :meth:`_arrange`).
         """
-        if not state.is_cluster:
-            return state.id
-        region = state
-        if state.kind is StateKind.PARALLEL:
-            regions = self.model.children(state.id)
-            region = regions[-1] if state.id == self.model.initial else regions[0]
-        leaves = self.model.children(region.id) if region.is_cluster else (region,)
-        finals = [leaf for leaf in leaves if leaf.final]
-        return (finals[0] if finals else leaves[-1]).id
+        return state.id if not state.is_cluster else self._bottom(self._regions(state)[-1])
 
     def _notes(self, g: Any, notes: tuple[str, ...], after: list[str]) -> None:
         """The trace's errors in a box to the right of the chart (after its last rank)."""

@@ -146,11 +146,12 @@ def _statechart_section(model: ChartModel) -> list[str]:
         f"Files: [SVG]({statechart_file('svg')}) · [PNG]({statechart_file('png')}) · "
         f"[DOT]({statechart_file('dot')}) · [Mermaid]({statechart_file('mmd')}).",
         "",
-        "How to read it: clusters with a solid border are parallel states, each dashed "
-        "cluster inside one is a region running concurrently with its siblings; a dot marks "
-        "where a region starts, a double border a final state. A label reads "
-        "`event [guard] / effect`; dashed arrows are eventless (taken as soon as the guard "
-        "holds), bold ones fire when every region of a parallel state is final "
+        "How to read it (the legend inside the picture says the same): clusters with a "
+        "solid border are parallel states, each dashed cluster inside one is a region running "
+        "concurrently with its siblings (regions stand side by side, later phases below "
+        "earlier ones); a dot marks where a region starts, a double border a final state. A "
+        "label reads `event [guard] / effect`; dashed arrows are eventless (taken as soon as "
+        "the guard holds), bold ones fire when every region of a parallel state is final "
         "(`done.state`). `entry / Action` rows name the action a state issues on entry; red "
         "`event / ✗ code` rows are events the state rejects with that error code, changing "
         "nothing.",

@@ -19,12 +19,12 @@ from typing import Any, Final
 
 import graphviz
 
-from handoff_fsm.diagrams.dot import FONT
 from handoff_fsm.diagrams.labels import html, plain, text
 from handoff_fsm.diagrams.lifecycle import PARTICIPANTS, Lifecycle, Message, MessageKind
 from handoff_fsm.diagrams.mermaid import mermaid_text
 from handoff_fsm.diagrams.render import render
 from handoff_fsm.diagrams.stamp import Format
+from handoff_fsm.diagrams.style import FONT
 from handoff_fsm.model import HandoffCompletion
 
 _COLUMN = 185.0
