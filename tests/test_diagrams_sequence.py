@@ -64,6 +64,7 @@ def test_the_graphviz_drawing_places_every_message_on_its_own_row() -> None:
             assert f"\t{participant.value}_head -> {participant.value}_foot [" in dot
 
 
+@pytest.mark.requires("dot")
 def test_the_sequence_svg_has_every_label_a_legend_and_is_deterministic() -> None:
     lifecycle = _lifecycle("destination_first_failure")
     svg = render_sequence(lifecycle)
@@ -118,7 +119,16 @@ def test_markdown_is_a_heading_and_the_mermaid_block() -> None:
     assert "    title a *b* `c`" in block
 
 
-@pytest.mark.parametrize("suffix", [".mmd", ".md", ".svg", ".png", ".SVG"])
+@pytest.mark.parametrize(
+    "suffix",
+    [
+        ".mmd",
+        ".md",
+        pytest.param(".svg", marks=pytest.mark.requires("dot")),
+        pytest.param(".png", marks=pytest.mark.requires("dot")),
+        pytest.param(".SVG", marks=pytest.mark.requires("dot")),
+    ],
+)
 def test_each_output_suffix(suffix: str) -> None:
     data = lifecycle_bytes(_lifecycle("source_first_success"), suffix)
     start = {".mmd": b"sequenceDiagram\n", ".md": b"# ", ".svg": b"<?xml", ".png": b"\x89PNG"}

@@ -80,6 +80,7 @@ def test_each_committed_lifecycle_is_drawn_from_its_committed_trace(scenario: An
     assert read_stamp("svg", svg) == dot_digest(sequence_dot(lifecycle))
 
 
+@pytest.mark.requires("dot")
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_the_command_reproduces_each_committed_lifecycle(scenario: Any, tmp_path: Path) -> None:
     stem = COMMITTED / f"lifecycle_{scenario.name}"
@@ -280,6 +281,7 @@ def test_list_prints_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 # ---------------------------------------------------------------------- Mermaid itself
 
 
+@pytest.mark.requires("node")
 def test_every_drawn_lifecycle_passes_mermaids_parser(tmp_path: Path) -> None:
     """Hostile text (markup, Mermaid syntax, controls) in keys, reasons and messages."""
     hostile = 'k;#1 <b>x</b> %% -->> "q" \x07\\n'

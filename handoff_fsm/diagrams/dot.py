@@ -62,7 +62,7 @@ _REGION_FILL = REGION_FILL
 _VISITED_FILL = VISITED_FILL
 _TAKEN = TAKEN
 _FINAL_MARK = FINAL_MARK
-_LABEL_WIDTH = 26
+_LABEL_WIDTH = 22
 _TITLE_WIDTH = 80
 """Characters per title line: an overlay's long title wraps instead of widening the picture."""
 
@@ -107,9 +107,13 @@ def _steps(numbers: Iterable[int]) -> str:
 
 
 def _guard_lines(guard: str) -> list[str]:
-    """``[a and b]`` broken after each ``and`` so a long guard stays narrow."""
+    """``[a and b]`` broken after each ``and``, and long parts wrapped, so a guard stays narrow."""
     parts = guard.split(" and ")
-    lines = [f"{part} and" for part in parts[:-1]] + [parts[-1]]
+    lines = [
+        line
+        for index, part in enumerate(parts)
+        for line in _wrap(part + (" and" if index < len(parts) - 1 else ""))
+    ]
     lines[0] = "[" + lines[0]
     lines[-1] += "]"
     return lines
@@ -261,8 +265,14 @@ class _Writer:
             return
         last = phases[-1]
         bottoms = [self._bottom(region) for region in self._regions(last)]
-        atoms = [s for s in self.model.top_level if not self.model.state(s).is_cluster]
-        self._row(g, [*bottoms, *atoms])
+        # Final top-level states sit on the last phase's bottom rank, to its right; other
+        # top-level states (a976b2bf's decoding) stack above them through their edges.
+        finals = [
+            s
+            for s in self.model.top_level
+            if not self.model.state(s).is_cluster and self.model.state(s).final
+        ]
+        self._row(g, [*bottoms, *finals])
 
     @staticmethod
     def _row(g: Any, nodes: list[str]) -> None:
