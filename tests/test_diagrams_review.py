@@ -7,10 +7,12 @@ import re
 from handoff_fsm import HandoffErrorCode, HandoffOrder
 from handoff_fsm.conformance import expected_normalized_handoff
 from handoff_fsm.diagrams import chart_space, review_markdown, scenario_runs
-from handoff_fsm.diagrams.review import observed_lifecycle
+from handoff_fsm.diagrams.review import loss_reports, observed_lifecycle
 from handoff_fsm.engines.compiled import compiled_chart
-from handoff_fsm.model import HandoffCompletion
+from handoff_fsm.model import HandoffCompletion, Revision
 from handoff_fsm.verify.exploration import explore
+from handoff_fsm.verify.invariants import JUDGED_BY, STATEMENTS, Invariant
+from handoff_fsm.verify.losses import Fate
 
 
 def test_the_review_has_every_section_in_order() -> None:
@@ -25,6 +27,8 @@ def test_the_review_has_every_section_in_order() -> None:
         "6. Improvements over the reference",
         "7. State space",
         "8. Revisions",
+        "9. Invariants",
+        "10. One lost message",
     ]
     assert "![The handoff statechart](statechart.svg)" in review
     for run in scenario_runs():
@@ -71,3 +75,46 @@ def test_the_scripted_success_runs_show_the_expected_normalized_lifecycles() -> 
         assert observed_lifecycle(run.lifecycle) == expected_normalized_handoff(order)
     review = review_markdown()
     assert review.count(" | same ([") == 2
+
+
+def test_the_invariants_are_written_out_with_what_judges_them() -> None:
+    review = review_markdown()
+    section = review.split("## 9. Invariants", 1)[1].split("## 10.", 1)[0]
+    reports = [explore(order) for order in HandoffOrder]
+    for invariant in Invariant:
+        checked = " / ".join(
+            f"{next(v for v in r.verdicts if v.invariant is invariant).checked:,}" for r in reports
+        )
+        row = (
+            f"| `{invariant.value}` | {STATEMENTS[invariant]} | {JUDGED_BY[invariant]} | "
+            f"{checked} | holds |"
+        )
+        assert row in section, invariant
+    assert set(JUDGED_BY) == set(Invariant) == set(STATEMENTS)
+
+
+def test_the_lost_message_section_names_every_stall_with_its_shortest_trace() -> None:
+    section = review_markdown().split("## 10. One lost message", 1)[1]
+    reports = loss_reports()
+    for revision, order_reports in reports.items():
+        for report in order_reports:
+            for situation in report.situations:
+                for awaited, fate in situation.fates:
+                    if fate is not Fate.STALLS:
+                        continue
+                    row = f"| `{report.order.value}` | `{', '.join(situation.state)}` | {awaited} |"
+                    assert row in section, (revision, row)
+    seed = reports[Revision.SEED]
+    stalled = sum(s.states for r in seed for s in r.situations if s.worst is Fate.STALLS)
+    waiting = sum(r.waiting for r in seed)
+    assert f"Under `seed`, {stalled} of the {waiting} states that wait" in section
+    assert "all of them are in `cleaning_up`" in section
+    cancel = "| CancelSource's acknowledgement | `cleaning_up` | **never completes** ("
+    assert cancel in section
+    assert "| `seed` | `SourceFirst` | `canceling_source, destination_untouched` | " in section
+    assert "CancelSource's acknowledgement | start → Failed |" in section
+    # a976b2bf reopens a successful handoff to cancel the destination: one more stall.
+    assert (
+        "| CancelDestination's acknowledgement | `canceling_decode` | — | **never completes**"
+        in section
+    )

@@ -153,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="git:REV",
         help="add the behavioural diff of the working tree against that git revision",
     )
+    review.add_argument(
+        "--git",
+        action="store_true",
+        help="also write the working tree's git commit (and whether it is dirty) into the "
+        "review's provenance; the committed review leaves it out (it cannot name its own commit)",
+    )
 
     check = commands.add_parser(
         "check",

@@ -15,7 +15,9 @@ from pathlib import Path
 
 from handoff_fsm.cli.files import named_errors
 from handoff_fsm.diagrams.files import write_diagrams, write_review
+from handoff_fsm.diagrams.model import describe_chart
 from handoff_fsm.diagrams.overlay import TraceOverlayError, write_overlay
+from handoff_fsm.diagrams.provenance import provenance
 from handoff_fsm.diagrams.render import GraphvizError
 from handoff_fsm.errors import HandoffError
 
@@ -51,11 +53,16 @@ def cli_diagram(args: argparse.Namespace) -> int:
 
 
 def cli_review(args: argparse.Namespace) -> int:
-    """``handoff-fsm review [-o diagrams/REVIEW.md] [--against git:REV]``: the design review."""
+    """``handoff-fsm review [-o diagrams/REVIEW.md] [--against git:REV] [--git]``: the review.
+
+    The provenance printed always names the working tree's git commit when there is
+    one; the file carries it only with ``--git`` (see :mod:`handoff_fsm.diagrams.provenance`).
+    """
     try:
         with named_errors(args.output):
-            output = write_review(Path(args.output), against=args.against)
+            output = write_review(Path(args.output), against=args.against, git=args.git)
     except HandoffError as error:
         return _fail("review", error)
-    print(f"wrote {output}")
+    stamp = provenance(describe_chart(), git=True)
+    print(f"wrote {output} ({stamp.line()})")
     return 0

@@ -23,6 +23,7 @@ from handoff_fsm.chart import HandoffChart
 from handoff_fsm.diagrams.dot import statechart_dot
 from handoff_fsm.diagrams.mermaid import statechart_mermaid
 from handoff_fsm.diagrams.model import describe_chart
+from handoff_fsm.diagrams.provenance import provenance
 from handoff_fsm.diagrams.render import render
 from handoff_fsm.diagrams.review import lifecycle_file, review_markdown, statechart_file
 from handoff_fsm.diagrams.scenarios import scenario_runs
@@ -96,13 +97,19 @@ def write_diagrams(outdir: Path = DIAGRAMS_DIR) -> list[Path]:
     return _write(outdir, diagram_files())
 
 
-def write_review(path: Path = DIAGRAMS_DIR / REVIEW_NAME, *, against: str | None = None) -> Path:
+def write_review(
+    path: Path = DIAGRAMS_DIR / REVIEW_NAME, *, against: str | None = None, git: bool = False
+) -> Path:
     """Write the design review to ``path`` (its links point at files beside it).
 
-    ``against`` (``git:REV``) adds the diff of the working tree against that revision.
+    ``against`` (``git:REV``) adds the diff of the working tree against that revision;
+    ``git`` also writes the working tree's commit into the review's provenance (for a
+    copy that travels; the committed review leaves it out, see :mod:`.provenance`).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = review_files(against=against)[REVIEW_NAME]
+    model = describe_chart()
+    stamp = provenance(model, git=git)
+    data = _text(review_markdown(model, against=against, stamp=stamp))
     if not _holds(path, data):
         path.write_bytes(data)
     return path

@@ -14,23 +14,28 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Final
 
 from handoff_fsm.chart import REJECTIONS
 from handoff_fsm.conformance import expected_normalized_handoff
+from handoff_fsm.coordinator import HandoffCoordinator
 from handoff_fsm.diagrams.codes import error_conditions
 from handoff_fsm.diagrams.diffreview import revisions_markdown
 from handoff_fsm.diagrams.improvements import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN
+from handoff_fsm.diagrams.invariant_table import invariants_markdown
 from handoff_fsm.diagrams.lifecycle import Lifecycle, MessageKind
+from handoff_fsm.diagrams.loss_table import losses_markdown
 from handoff_fsm.diagrams.mermaid import statechart_mermaid
 from handoff_fsm.diagrams.model import ChartModel, describe_chart
+from handoff_fsm.diagrams.provenance import Provenance, provenance
 from handoff_fsm.diagrams.scenarios import ScenarioRun, scenario_runs
 from handoff_fsm.diagrams.sequence import sequence_mermaid
 from handoff_fsm.diagrams.tables import inputs_markdown, transition_tables_markdown
 from handoff_fsm.engines.compiled import CompiledChart, compiled_chart
-from handoff_fsm.model import HandoffCompletion, HandoffOrder, NormalizedHandoffEvent
+from handoff_fsm.model import HandoffCompletion, HandoffOrder, NormalizedHandoffEvent, Revision
 from handoff_fsm.verify.exploration import ExplorationReport, explore
+from handoff_fsm.verify.losses import LossReport, lost_messages
 
 _N = NormalizedHandoffEvent
 NORMALIZED_EVENTS: Final[dict[str, NormalizedHandoffEvent]] = {
@@ -353,13 +358,41 @@ def explorations() -> tuple[ExplorationReport, ...]:
 # ---------------------------------------------------------------------- the document
 
 
-def review_markdown(model: ChartModel | None = None, *, against: str | None = None) -> str:
-    """The whole design review as Markdown (deterministic without ``against``).
+@cache
+def loss_reports() -> dict[Revision, tuple[LossReport, ...]]:
+    """``lost_messages(order)`` for every revision and order, run once per process."""
+    return {
+        revision: tuple(
+            lost_messages(order, factory=partial(HandoffCoordinator, revision=revision))
+            for order in HandoffOrder
+        )
+        for revision in Revision
+    }
+
+
+def _invariants_section(reports: tuple[ExplorationReport, ...]) -> list[str]:
+    return ["## 9. Invariants", "", *invariants_markdown(reports)]
+
+
+def _losses_section(model: ChartModel) -> list[str]:
+    return ["## 10. One lost message", "", *losses_markdown(model, loss_reports())]
+
+
+def review_markdown(
+    model: ChartModel | None = None,
+    *,
+    against: str | None = None,
+    stamp: Provenance | None = None,
+) -> str:
+    """The whole design review as Markdown (deterministic without ``against``, for a ``stamp``).
 
     ``against`` (``git:REV``) adds the behavioural diff of the working tree against
-    that revision to the "Revisions" section.
+    that revision to the "Revisions" section. ``stamp`` defaults to the code's own
+    (:func:`~.provenance.provenance` without git), which is what the committed review
+    carries.
     """
     model = model or describe_chart()
+    stamp = stamp or provenance(model)
     runs = scenario_runs()
     reports = explorations()
     out = [
@@ -371,6 +404,8 @@ def review_markdown(model: ChartModel | None = None, *, against: str | None = No
         "exhaustive exploration: regenerate with `make diagrams`; a test fails when this file "
         "is stale.",
         "",
+        *stamp.markdown(),
+        "",
         "1. [The statechart](#1-the-statechart)",
         "2. [Transitions](#2-transitions)",
         "3. [Lifecycles](#3-lifecycles)",
@@ -379,6 +414,8 @@ def review_markdown(model: ChartModel | None = None, *, against: str | None = No
         "6. [Improvements over the reference](#6-improvements-over-the-reference)",
         "7. [State space](#7-state-space)",
         "8. [Revisions](#8-revisions)",
+        "9. [Invariants](#9-invariants)",
+        "10. [One lost message](#10-one-lost-message)",
         "",
         *_statechart_section(model),
         *_tables_section(model),
@@ -389,5 +426,7 @@ def review_markdown(model: ChartModel | None = None, *, against: str | None = No
         *_space_section(reports),
         "",
         *revisions_markdown(8, against=against),
+        *_invariants_section(reports),
+        *_losses_section(model),
     ]
     return "\n".join(out).rstrip("\n") + "\n"

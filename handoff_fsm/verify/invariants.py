@@ -285,6 +285,38 @@ STATEMENTS_BY_REVISION: Final[dict[Revision, dict[Invariant, str]]] = {
 STATEMENTS: Final[dict[Invariant, str]] = STATEMENTS_BY_REVISION[Revision.SEED]
 """What each invariant of the default revision (the seed) promises, in words."""
 
+JUDGED_BY: Final[dict[Invariant, str]] = {
+    Invariant.INPUTS_HANDLED: "the explorer, on every reply: a list of issued actions or a "
+    "HandoffError; anything else escaping is caught and reported",
+    Invariant.DETERMINISTIC: "the explorer rebuilds states by replaying their shortest input "
+    "sequence into a fresh coordinator; its snapshot must equal the state's",
+    Invariant.COMPLETE_ONCE: "the observer, on every issued action: nothing after Complete",
+    Invariant.ACTION_IDS_INCREASING: "the observer, on every issued action, against the "
+    "highest id it saw",
+    Invariant.OWN_HANDOFF: "the observer, on every issued action",
+    Invariant.COMPLETION_CONSISTENT: "the observer, on every reply: is_complete and "
+    "completion against the Complete it saw issued",
+    Invariant.OWNERS_SETTLED_BEFORE_COMPLETE: "the observer, on Complete: the outcomes it saw "
+    "for every owner that was engaged",
+    Invariant.SUCCESS_AFTER_RELEASE: "the observer, on Complete with Success: the outcomes "
+    "and transfers it saw",
+    Invariant.CANCELED_ONLY_THROUGH_CLEANUP: "the observer, on every issued action and on "
+    "Complete, against the failures it saw",
+    Invariant.TRANSFER_ONCE_WHEN_READY: "the observer, on StartTransfer: the facts it saw "
+    "accepted before",
+    Invariant.LIFECYCLE_ORDER: "the observer, on every other issued action: the inputs and "
+    "actions it saw before",
+    Invariant.REJECTED_INPUT_CHANGES_NOTHING: "the explorer: the snapshot before and after "
+    "every rejected input",
+    Invariant.INVALID_INPUT_REJECTED: "the observer classifies every input (an invalid one "
+    "accepted is a finding); the explorer checks an invalid timing changed no snapshot",
+    Invariant.DUPLICATE_OUTCOME_IDEMPOTENT: "the observer (not rejected, no actions) and the "
+    "explorer (the same snapshot) on every exact duplicate",
+    Invariant.LIVENESS: "the explorer, on the whole state graph: a backward search from the "
+    "complete states over honest inputs must reach every explored state",
+}
+"""Which part of ``handoff-fsm check`` judges each invariant, and on what (the design review)."""
+
 
 # ---------------------------------------------------------------------- inputs and replies
 
