@@ -238,6 +238,7 @@ def test_hostile_inputs_to_the_command_give_one_coded_line_and_exit_2(tmp_path: 
     out = tmp_path / "out.svg"
     cases = [
         (["-", "-o", str(out)], b"{not json\n\xff\xfe\n[]\n", "unknown_coordinator"),
+        (["-", "-o", str(out)], b"[" * 300_000 + b"\n", "nested more than 4"),
         ([str(trace), "--coordinator", "zz", "-o", str(out)], b"", "unknown_coordinator"),
         ([str(tmp_path / "missing.jsonl"), "-o", str(out)], b"", "cannot read"),
         ([str(tmp_path), "-o", str(out)], b"", "cannot read"),

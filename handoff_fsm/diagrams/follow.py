@@ -280,7 +280,8 @@ def _no_such(
         message += f"; it creates {listed}" + (", ..." if len(others) > _NAMED else "")
     if unattributed:
         _, code, text = unattributed[0]
-        message += f"; {count} lines name no coordinator, the first: {code.value}: {text}"
+        lines = "1 line names" if count == 1 else f"{count} lines name"
+        message += f"; {lines} no coordinator, the first: {code.value}: {text}"
     return message
 
 

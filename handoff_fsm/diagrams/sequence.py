@@ -153,7 +153,7 @@ def _arrow(
 
 
 def _cross(g: Any, name: str, x: float, y: float) -> None:
-    g.node(name, label=plain("✕"), shape="plaintext", fontcolor=_RED, fontsize="14", pos=_pos(x, y))
+    g.node(name, label=plain("✕"), shape="plaintext", fontcolor=_RED, fontsize="12", pos=_pos(x, y))
 
 
 def _note(g: Any, name: str, label: str, x: float, y: float, **attrs: str) -> None:
@@ -250,7 +250,7 @@ def _message(
         dashed=message.kind in _DASHED,
         head="none" if missing else "normal",
     )
-    _caption(g, f"{name}_t", message.text, (x1 + end) / 2, y + 9, fontcolor=color)
+    _caption(g, f"{name}_t", message.text, (x1 + end) / 2, y + 12, fontcolor=color)
     if missing:  # after the caption, so the caption's white ground never covers it
         _cross(g, f"{name}_x", end, y)
     if message.time is not None:
