@@ -161,3 +161,35 @@ def test_an_overlay_draws_hostile_text_exactly_as_written(tmp_path: Path) -> Non
         assert step.error is not None
         assert f"{step.error[0]}: {step.error[1]}" in shown
     assert "step 2 (line 3, bogus</font>\\x07\\l)" in shown  # the raw op, its control spelled out
+
+
+def test_an_overlay_follows_the_revision_of_the_trace() -> None:
+    """a976b2bf reopens a successful handoff: the path takes the chart's decoding states."""
+    lines = [
+        _line("c1", "new", handoff_id=A, order="SourceFirst", revision="a976b2bf"),
+        _line("c1", "start"),
+        _line("c1", "outcome", action_id=0, outcome="Submitted"),
+        _line("c1", "fact", fact={"SourceHeld": {"handoff_id": A, "transfer_timing": TIMING}}),
+        _line("c1", "outcome", action_id=1, outcome="Accepted"),
+        _line(
+            "c1",
+            "fact",
+            fact={"DestinationReserved": {"handoff_id": A, "transferable_prompt_tokens": 16}},
+        ),
+        _line("c1", "outcome", action_id=2, outcome="Scheduled"),
+        _line("c1", "fact", fact={"TransferCompleted": {"handoff_id": A}}),
+        _line("c1", "outcome", action_id=3, outcome="Applied"),
+        _line("c1", "outcome", action_id=4, outcome="Applied"),
+        _line("c1", "fact", fact={"Canceled": {"handoff_id": A}}),
+        _line("c1", "outcome", action_id=6, outcome="Applied"),
+    ]
+    path = trace_path(lines)
+    assert path.revision.value == "a976b2bf"
+    assert [step.after for step in path.steps[-3:]] == [
+        ("decoding",),
+        ("canceling_decode",),
+        ("complete",),
+    ]
+    assert path.steps[-2].edges == (_edge("decoding", "canceling_decode"),)
+    assert path.steps[-1].edges == (_edge("canceling_decode", "complete"),)
+    assert trace_path(lines[:1] + lines[1:], revision="seed").revision.value == "a976b2bf"

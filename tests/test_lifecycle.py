@@ -272,10 +272,10 @@ def test_list_prints_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     trace = _write(tmp_path / "t.jsonl", [*_trace(), escape])
     assert main(["lifecycle", str(trace), "--list"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "coordinator    order             inputs  rejected  completion",
-        "c1             SourceFirst            7         1  Canceled",
-        "c2             DestinationFirst       1         0  not complete",
-        '"w\\u001b[31m"  SourceFirst            0         0  not complete',
+        "coordinator    order             revision  inputs  rejected  completion",
+        "c1             SourceFirst       seed           7         1  Canceled",
+        "c2             DestinationFirst  seed           1         0  not complete",
+        '"w\\u001b[31m"  SourceFirst       seed           0         0  not complete',
     ]
 
 
@@ -307,3 +307,71 @@ def test_every_drawn_lifecycle_passes_mermaids_parser(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("ok ") == len(paths)
+
+
+# ---------------------------------------------------------------------- revisions
+
+
+def _reopened() -> list[str]:
+    """A successful SourceFirst handoff, then a Canceled fact: a976b2bf reopens cleanup."""
+    committed = COMMITTED / "lifecycle_source_first_success.jsonl"
+    lines = committed.read_text(encoding="utf-8").splitlines()
+    key = json.loads(lines[0])["coordinator"]
+    handoff = json.loads(lines[0])["handoff_id"]
+    canceled = {"Canceled": {"handoff_id": handoff}}
+    return [
+        *lines,
+        _line(key, "fact", fact=canceled),
+        _line(key, "outcome", action_id=6, outcome="Applied"),
+        _line(key, "fact", fact=canceled),
+    ]
+
+
+def test_the_revision_is_a_lines_own_or_the_default() -> None:
+    seed = trace_lifecycle(_reopened())  # the seed ignores everything after completion
+    assert [m.text for m in seed.messages[-4:]] == [
+        "Canceled (late, ignored)",
+        "#6 Applied (late, ignored)",
+        "Canceled (late, ignored)",
+        "Success after 12 inputs, none rejected",
+    ]
+    reopened = trace_lifecycle(_reopened(), revision="a976b2bf")
+    texts = [m.text for m in reopened.messages]
+    assert texts[-8:] == [
+        "Canceled (late)",
+        "#6 CancelDestination",
+        "canceling_decode",
+        "#6 Applied",  # not late: the handoff was reopened
+        "#7 Complete (Canceled)",
+        "complete",
+        "Canceled (late, ignored)",
+        "Canceled after 12 inputs, none rejected",
+    ]
+    assert "(revision a976b2bf)" in reopened.subtitle
+    named = [_line("k", "new", handoff_id=A, order="SourceFirst", revision="a976b2bf")]
+    assert follow(named).revision.value == "a976b2bf"  # a line's own revision wins
+    assert follow(named, revision="seed").revision.value == "a976b2bf"
+
+
+def test_the_command_takes_a_revision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = _write(tmp_path / "t.jsonl", _reopened())
+    assert main(["lifecycle", str(trace), "--revision", "a976b2bf", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[1].split() == [
+        "source_first_success",
+        "SourceFirst",
+        "a976b2bf",
+        "12",
+        "0",
+        "Canceled",
+    ]
+    out = tmp_path / "reopened.mmd"
+    assert main(["lifecycle", str(trace), "--revision", "a976b2bf", "-o", str(out)]) == 0
+    assert "Note over Coordinator: canceling_decode" in out.read_text(encoding="utf-8")
+    bad = subprocess.run(
+        [sys.executable, "-m", "handoff_fsm", "lifecycle", str(trace), "--revision", "x"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2 and "invalid choice: 'x'" in bad.stderr

@@ -132,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     diagram.add_argument(
         "-o", "--output", required=True, metavar="OUT", help="output file: .svg, .png or .dot"
     )
+    diagram.add_argument(
+        "--revision",
+        choices=_REVISIONS,
+        default="seed",
+        help="protocol revision of 'new' lines that name none, as for replay (default: seed)",
+    )
 
     _add_lifecycle(commands)
 
@@ -272,6 +278,12 @@ def _add_lifecycle(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     lifecycle.add_argument(
         "--title", metavar="TEXT", help="the diagram's title (default: Lifecycle of KEY)"
+    )
+    lifecycle.add_argument(
+        "--revision",
+        choices=_REVISIONS,
+        default="seed",
+        help="protocol revision of 'new' lines that name none, as for replay (default: seed)",
     )
     lifecycle.add_argument(
         "--list",

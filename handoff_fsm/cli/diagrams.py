@@ -45,7 +45,9 @@ def cli_diagram(args: argparse.Namespace) -> int:
     """``handoff-fsm diagram --trace T [--coordinator K] -o OUT``: the trace overlay."""
     try:
         with named_errors(args.output):
-            output = write_overlay(Path(args.trace), Path(args.output), args.coordinator)
+            output = write_overlay(
+                Path(args.trace), Path(args.output), args.coordinator, revision=args.revision
+            )
     except (GraphvizError, TraceOverlayError, ValueError) as error:
         return _fail("diagram", error)
     print(f"wrote {output}")

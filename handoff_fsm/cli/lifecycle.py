@@ -43,11 +43,12 @@ def _shown(key: str) -> str:
 
 
 def _print_list(coordinators: tuple[CoordinatorSummary, ...]) -> None:
-    rows = [("coordinator", "order", "inputs", "rejected", "completion")]
+    rows = [("coordinator", "order", "revision", "inputs", "rejected", "completion")]
     rows += [
         (
             _shown(c.coordinator),
             c.order.value,
+            c.revision.value,
             str(c.inputs),
             str(c.rejected),
             c.completion.value if c.completion is not None else "not complete",
@@ -57,7 +58,7 @@ def _print_list(coordinators: tuple[CoordinatorSummary, ...]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         cells = [
-            cell.rjust(width) if i in (2, 3) else cell.ljust(width)
+            cell.rjust(width) if i in (3, 4) else cell.ljust(width)
             for i, (cell, width) in enumerate(zip(row, widths, strict=True))
         ]
         print("  ".join(cells).rstrip())
@@ -75,7 +76,10 @@ def _warn_unattributed(run: FollowedRun) -> None:
 
 
 def cli_lifecycle(args: argparse.Namespace) -> int:
-    """``handoff-fsm lifecycle TRACE|- [--coordinator KEY] [--title T] -o OUT | --list``."""
+    """``handoff-fsm lifecycle TRACE|- [--coordinator KEY] [--title T] [--revision R] -o OUT``.
+
+    ``--list`` prints the trace's coordinators instead of drawing one.
+    """
     output = Path(args.output) if args.output is not None else None
     if not args.list:
         if output is None:
@@ -93,9 +97,9 @@ def cli_lifecycle(args: argparse.Namespace) -> int:
             )
             lines = bounded_lines(source)
             if args.list:
-                _print_list(list_coordinators(lines))
+                _print_list(list_coordinators(lines, revision=args.revision))
                 return 0
-            run = follow(lines, args.coordinator)
+            run = follow(lines, args.coordinator, revision=args.revision)
     except HandoffError as error:
         return _fail(f"{error.code.value}: {error.message}")
     except OSError as error:

@@ -34,7 +34,7 @@ from handoff_fsm.io.jsontext import loads
 from handoff_fsm.io.lines import OverlongLine
 from handoff_fsm.io.replay import TraceReplayer
 from handoff_fsm.io.wire import issued_from_wire
-from handoff_fsm.model import HandoffCompletion, HandoffOrder, IssuedHandoffAction
+from handoff_fsm.model import HandoffCompletion, HandoffOrder, IssuedHandoffAction, Revision
 from handoff_fsm.verify.coverage import chart_state_of
 from handoff_fsm.verify.invariants import Op
 
@@ -82,7 +82,7 @@ class FollowedStep:
     error: tuple[HandoffErrorCode, str] | None
     """``(code, message)`` of an error reply."""
     late: bool
-    """The coordinator had completed before this line."""
+    """The coordinator was complete before this line (issued Complete, not reopened since)."""
     completion: HandoffCompletion | None
     """The completion the reply reported."""
 
@@ -94,6 +94,7 @@ class FollowedRun:
     coordinator: str
     handoff_id: UUID
     order: HandoffOrder
+    revision: Revision
     fallback_transfer_delay_ms: float
     new_line: int
     """The trace line that created it."""
@@ -121,6 +122,7 @@ class CoordinatorSummary:
     coordinator: str
     order: HandoffOrder
     handoff_id: UUID
+    revision: Revision
     line: int
     inputs: int
     rejected: int
@@ -188,19 +190,26 @@ def _completion(reply: dict[str, Any]) -> HandoffCompletion | None:
 # ---------------------------------------------------------------------- listing
 
 
-def list_coordinators(lines: Iterable[TraceLine]) -> tuple[CoordinatorSummary, ...]:
-    """Every coordinator the trace creates, in order, with its inputs and completion."""
-    replayer = TraceReplayer(remember_completed=None)
+def list_coordinators(
+    lines: Iterable[TraceLine], *, revision: Revision | str = Revision.SEED
+) -> tuple[CoordinatorSummary, ...]:
+    """Every coordinator the trace creates, in order, with its inputs and completion.
+
+    ``revision`` is that of ``new`` lines naming none (``handoff-fsm replay --revision``).
+    """
+    replayer = TraceReplayer(remember_completed=None, revision=Revision(revision))
     found: dict[str, CoordinatorSummary] = {}
     for item in _replies(lines, replayer):
         if item.key is None:
             continue
         if _created(item) and item.key not in found:
             assert item.fields is not None
+            coordinator = replayer.live[item.key].coordinator
             found[item.key] = CoordinatorSummary(
                 coordinator=item.key,
-                order=HandoffOrder(item.fields["order"]),
-                handoff_id=UUID(item.fields["handoff_id"]),
+                order=coordinator.order,
+                handoff_id=coordinator.handoff_id,
+                revision=coordinator.revision,
                 line=item.number,
                 inputs=0,
                 rejected=0,
@@ -215,6 +224,7 @@ def list_coordinators(lines: Iterable[TraceLine]) -> tuple[CoordinatorSummary, .
             coordinator=summary.coordinator,
             order=summary.order,
             handoff_id=summary.handoff_id,
+            revision=summary.revision,
             line=summary.line,
             inputs=summary.inputs + 1,
             rejected=summary.rejected + (error is not None),
@@ -289,15 +299,17 @@ def follow(
     lines: Iterable[TraceLine],
     coordinator: str | None = None,
     *,
+    revision: Revision | str = Revision.SEED,
     max_steps: int = MAX_STEPS,
 ) -> FollowedRun:
     """Replay ``lines`` and follow ``coordinator`` (default: the first one the trace creates).
 
-    Raises :class:`~handoff_fsm.errors.TraceError` (``unknown_coordinator``) when the
-    trace creates no such coordinator. Every other problem of the trace is an error
-    reply, kept in the run.
+    ``revision`` is that of ``new`` lines naming none, as for ``handoff-fsm replay
+    --revision``. Raises :class:`~handoff_fsm.errors.TraceError` (``unknown_coordinator``)
+    when the trace creates no such coordinator. Every other problem of the trace is an
+    error reply, kept in the run.
     """
-    replayer = TraceReplayer(remember_completed=None)
+    replayer = TraceReplayer(remember_completed=None, revision=Revision(revision))
     target = coordinator
     current: HandoffCoordinator | None = None
     created: dict[str, Any] = {}
@@ -308,6 +320,7 @@ def follow(
     others: list[str] = []
     issued: list[IssuedHandoffAction] = []
     completion: HandoffCompletion | None = None
+    complete = False
     for number, line in enumerate(lines, start=1):
         key, fields = _read(line)
         followed = current is not None and key == target and fields is not None
@@ -346,8 +359,9 @@ def follow(
         for action in actions:
             kinds[action.id] = type(action.action)
         issued += actions
-        late = completion is not None
+        late = complete  # a976b2bf: a reopened handoff is no longer complete
         completion = _completion(reply)
+        complete = reply.get("complete") is True
         inputs += 1
         rejected += error is not None
         if len(steps) >= max_steps:
@@ -379,6 +393,7 @@ def follow(
         coordinator=target,
         handoff_id=current.handoff_id,
         order=current.order,
+        revision=current.revision,
         fallback_transfer_delay_ms=current.fallback_transfer_delay_ms,
         new_line=created["line"],
         new_at_ms=created["at_ms"],

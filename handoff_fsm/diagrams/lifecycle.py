@@ -42,6 +42,7 @@ from handoff_fsm.model import (
     HandoffFact,
     HandoffOrder,
     IssuedHandoffAction,
+    Revision,
     SourceHeld,
     StartTransfer,
 )
@@ -363,6 +364,11 @@ def _ending(run: FollowedRun) -> str:
     return f"not complete after {inputs}{rejected}{omitted}: {', '.join(run.final_state)}"
 
 
+def _revision_text(run: FollowedRun) -> str:
+    """`` (revision a976b2bf)`` for a revision other than the default one; else nothing."""
+    return "" if run.revision is Revision.SEED else f" (revision {run.revision.value})"
+
+
 def lifecycle_of(run: FollowedRun, *, title: str | None = None) -> Lifecycle:
     """The messages of a followed run, in the order a sequence diagram shows them."""
     model = describe_chart()
@@ -379,7 +385,7 @@ def lifecycle_of(run: FollowedRun, *, title: str | None = None) -> Lifecycle:
     return Lifecycle(
         coordinator=run.coordinator,
         title=clip(title if title is not None else f"Lifecycle of {run.coordinator}", 100),
-        subtitle=f"{run.order.value} handoff {run.handoff_id} · {ending}",
+        subtitle=f"{run.order.value} handoff {run.handoff_id}{_revision_text(run)} · {ending}",
         order=run.order,
         handoff_id=run.handoff_id,
         messages=tuple(builder.messages),
@@ -394,12 +400,15 @@ def trace_lifecycle(
     coordinator: str | None = None,
     *,
     title: str | None = None,
+    revision: Revision | str = Revision.SEED,
     max_steps: int = MAX_STEPS,
 ) -> Lifecycle:
     """THE way to a lifecycle: follow ``coordinator`` through the trace and word its run.
 
     ``coordinator`` defaults to the first one the trace creates; ``title`` to
-    "Lifecycle of <coordinator>". Raises :class:`~handoff_fsm.errors.TraceError`
-    (``unknown_coordinator``) when the trace creates no such coordinator.
+    "Lifecycle of <coordinator>"; ``revision`` is that of ``new`` lines naming none.
+    Raises :class:`~handoff_fsm.errors.TraceError` (``unknown_coordinator``) when the
+    trace creates no such coordinator.
     """
-    return lifecycle_of(follow(lines, coordinator, max_steps=max_steps), title=title)
+    run = follow(lines, coordinator, revision=revision, max_steps=max_steps)
+    return lifecycle_of(run, title=title)

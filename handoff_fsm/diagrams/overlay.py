@@ -22,7 +22,7 @@ from handoff_fsm.diagrams.model import ChartModel, describe_chart
 from handoff_fsm.diagrams.render import render
 from handoff_fsm.errors import TraceError
 from handoff_fsm.io.lines import bounded_lines
-from handoff_fsm.model import HandoffCompletion, HandoffOrder
+from handoff_fsm.model import HandoffCompletion, HandoffOrder, Revision
 from handoff_fsm.verify.coverage import rejection_transition, step_transitions
 
 _REJECTION_CODES = frozenset(rejection.code for rejection in REJECTIONS.values())
@@ -58,6 +58,7 @@ class TracePath:
 
     coordinator: str
     order: HandoffOrder
+    revision: Revision
     steps: tuple[TraceStep, ...]
     unattributed_errors: tuple[tuple[int, str, str], ...]
     """``(line, code, message)`` of error replies that name no coordinator."""
@@ -65,14 +66,19 @@ class TracePath:
     completion: HandoffCompletion | None
 
 
-def trace_path(lines: Iterable[TraceLine], coordinator: str | None = None) -> TracePath:
+def trace_path(
+    lines: Iterable[TraceLine],
+    coordinator: str | None = None,
+    *,
+    revision: Revision | str = Revision.SEED,
+) -> TracePath:
     """Replay ``lines`` and follow ``coordinator`` (default: the first one the trace creates).
 
     Raises :class:`~handoff_fsm.errors.TraceError` (``unknown_coordinator``) when the
     trace creates no such coordinator.
     """
-    run = follow(lines, coordinator)
-    transitions = step_transitions()
+    run = follow(lines, coordinator, revision=revision)
+    transitions = step_transitions(run.revision)
     steps = []
     for step in run.steps:
         fired: tuple[int, ...] = ()
@@ -103,6 +109,7 @@ def trace_path(lines: Iterable[TraceLine], coordinator: str | None = None) -> Tr
     return TracePath(
         coordinator=run.coordinator,
         order=run.order,
+        revision=run.revision,
         steps=tuple(steps),
         unattributed_errors=tuple(
             (line, code.value, text) for line, code, text in run.unattributed
@@ -160,26 +167,40 @@ def _initial_leaves(model: ChartModel, state_id: str) -> tuple[str, ...]:
 
 
 def overlay_dot(
-    lines: Iterable[TraceLine], coordinator: str | None = None, *, name: str = ""
+    lines: Iterable[TraceLine],
+    coordinator: str | None = None,
+    *,
+    name: str = "",
+    revision: Revision | str = Revision.SEED,
 ) -> str:
-    """The statechart as DOT with ``coordinator``'s path through the trace highlighted."""
+    """The statechart as DOT with ``coordinator``'s path through the trace highlighted.
+
+    ``revision`` is that of ``new`` lines naming none, as for ``handoff-fsm replay``.
+    """
     model = describe_chart()
-    path = trace_path(lines, coordinator)
+    path = trace_path(lines, coordinator, revision=revision)
     status = path.completion.value if path.completion is not None else "not complete"
+    revised = "" if path.revision is Revision.SEED else f", revision {path.revision.value}"
     title = (
         f"{model.name}: {name + ' · ' if name else ''}coordinator {path.coordinator} "
-        f"({path.order.value}), {len(path.steps)} inputs, {status}"
+        f"({path.order.value}{revised}), {len(path.steps)} inputs, {status}"
     )
     return statechart_dot(model, overlay_highlight(path, model, title=title))
 
 
-def write_overlay(trace: Path, output: Path, coordinator: str | None = None) -> Path:
+def write_overlay(
+    trace: Path,
+    output: Path,
+    coordinator: str | None = None,
+    *,
+    revision: Revision | str = Revision.SEED,
+) -> Path:
     """Draw the overlay of ``trace`` into ``output`` (``.svg``, ``.png`` or ``.dot``)."""
     suffix = output.suffix.lower()
     if suffix not in (".svg", ".png", ".dot"):
         raise ValueError(f"output must end in .svg, .png or .dot, not {output.name!r}")
     with trace.open("rb") as stream:
-        source = overlay_dot(bounded_lines(stream), coordinator, name=trace.name)
+        source = overlay_dot(bounded_lines(stream), coordinator, name=trace.name, revision=revision)
     data = source.encode("utf-8") if suffix == ".dot" else render(source, suffix[1:])  # type: ignore[arg-type]
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes(data)
