@@ -288,7 +288,16 @@ def _generate(step: Step, target: ChartState) -> StepFunction:
     return function
 
 
-@cache
 def compiled_chart(revision: Revision = Revision.SEED) -> CompiledChart:
-    """The compiled :class:`HandoffChart` of ``revision``, built on first use and kept."""
+    """The compiled :class:`HandoffChart` of ``revision``, built on first use and kept.
+
+    One chart per revision however it is asked for (``compiled_chart()``,
+    ``compiled_chart(Revision.SEED)`` and ``compiled_chart(revision=...)`` are the same
+    object): a cache keyed on the call's spelling would compile the seed twice.
+    """
+    return _compiled_chart(Revision(revision))
+
+
+@cache
+def _compiled_chart(revision: Revision) -> CompiledChart:
     return compile_chart(HandoffChart, revision)
