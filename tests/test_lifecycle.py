@@ -240,10 +240,11 @@ def test_hostile_inputs_to_the_command_give_one_coded_line_and_exit_2(tmp_path: 
         (["-", "-o", str(out)], b"{not json\n\xff\xfe\n[]\n", "unknown_coordinator"),
         (["-", "-o", str(out)], b"[" * 300_000 + b"\n", "nested more than 4"),
         ([str(trace), "--coordinator", "zz", "-o", str(out)], b"", "unknown_coordinator"),
-        ([str(tmp_path / "missing.jsonl"), "-o", str(out)], b"", "cannot read"),
-        ([str(tmp_path), "-o", str(out)], b"", "cannot read"),
+        ([str(tmp_path / "missing.jsonl"), "-o", str(out)], b"", "missing.jsonl: No such file"),
+        ([str(tmp_path), "-o", str(out)], b"", f"{tmp_path}: Is a directory"),
         ([str(trace), "-o", str(tmp_path / "out.gif")], b"", "is written as .mmd, .md"),
         ([str(trace)], b"", "-o OUT"),
+        ([str(trace), "-o", f"{trace}/under_a_file.mmd"], b"", "t.jsonl: not a directory"),
     ]
     for args, stdin, expected in cases:
         result = _cli(args, stdin)

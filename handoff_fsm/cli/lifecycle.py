@@ -6,8 +6,9 @@ is followed and worded by the library (:func:`~handoff_fsm.diagrams.follow.follo
 :func:`~handoff_fsm.diagrams.lifecycle.lifecycle_of`) and drawn by
 :func:`~handoff_fsm.diagrams.sequence.lifecycle_bytes`, the same functions that
 draw the committed lifecycles. A problem the user can fix (no such
-coordinator, an unknown output suffix, an unreadable file, Graphviz missing)
-is one line on stderr with its code where it has one, and exit status 2;
+coordinator, an unknown output suffix, Graphviz missing) is one line on stderr
+with its code where it has one, and exit status 2 (a file that cannot be read
+or written is :func:`handoff_fsm.cli.main`'s one line, naming the file);
 lines of the trace that name no coordinator are listed on stderr and drawn
 nowhere.
 """
@@ -15,12 +16,13 @@ nowhere.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
-from contextlib import ExitStack
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Final
 
+from handoff_fsm.cli.files import input_bytes, named_errors
 from handoff_fsm.diagrams.follow import CoordinatorSummary, FollowedRun, follow, list_coordinators
 from handoff_fsm.diagrams.lifecycle import lifecycle_of
 from handoff_fsm.diagrams.render import GraphvizError
@@ -88,13 +90,10 @@ def cli_lifecycle(args: argparse.Namespace) -> int:
             return _fail(
                 f"-o {output.name}: a lifecycle is written as {', '.join(LIFECYCLE_SUFFIXES)}"
             )
+        if output.parent.exists() and not output.parent.is_dir():  # before any reading
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(output.parent))
     try:
-        with ExitStack() as stack:
-            source: BinaryIO = (
-                sys.stdin.buffer
-                if args.trace == "-"
-                else stack.enter_context(open(args.trace, "rb"))
-            )
+        with input_bytes(args.trace) as source:  # a file error is main()'s one line
             lines = bounded_lines(source)
             if args.list:
                 _print_list(list_coordinators(lines, revision=args.revision))
@@ -102,18 +101,14 @@ def cli_lifecycle(args: argparse.Namespace) -> int:
             run = follow(lines, args.coordinator, revision=args.revision)
     except HandoffError as error:
         return _fail(f"{error.code.value}: {error.message}")
-    except OSError as error:
-        return _fail(f"cannot read {args.trace}: {error.strerror or error}")
     _warn_unattributed(run)
     assert output is not None
     try:
         data = lifecycle_bytes(lifecycle_of(run, title=args.title), output.suffix)
     except GraphvizError as error:
         return _fail(str(error))
-    try:
+    with named_errors(str(output)):
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_bytes(data)
-    except OSError as error:
-        return _fail(f"cannot write {output}: {error.strerror or error}")
     print(f"wrote {output} (coordinator {_shown(run.coordinator)}, {run.inputs} inputs)")
     return 0
