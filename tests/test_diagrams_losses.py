@@ -8,7 +8,6 @@ and the other inputs are given to see whether the handoff completes.
 from __future__ import annotations
 
 import json
-from functools import partial
 
 import pytest
 
@@ -130,10 +129,7 @@ def test_fates_follow_the_protocols_phases(source_first: LossReport) -> None:
 
 
 def test_each_revision_is_analysed_on_its_own_chart() -> None:
-    reopening = lost_messages(
-        HandoffOrder.DESTINATION_FIRST,
-        factory=partial(HandoffCoordinator, revision=Revision.A976B2BF),
-    )
+    reopening = lost_messages(HandoffOrder.DESTINATION_FIRST, revision=Revision.A976B2BF)
     decode = [s for s in reopening.situations if s.state == ("canceling_decode",)]
     assert decode and all(
         dict(s.fates) == {Awaited("acknowledgement", "CancelDestination"): Fate.STALLS}

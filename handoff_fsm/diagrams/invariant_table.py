@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from handoff_fsm.verify.exploration import ExplorationReport
-from handoff_fsm.verify.invariants import JUDGED_BY, STATEMENTS, Invariant
+from handoff_fsm.verify.invariants import JUDGED_BY, invariants_of, statement
 
 
 def _cell(text: str) -> str:
@@ -19,12 +19,14 @@ def _cell(text: str) -> str:
 
 
 def invariants_markdown(reports: Sequence[ExplorationReport]) -> list[str]:
-    """A table with one row per :class:`~handoff_fsm.verify.invariants.Invariant`."""
+    """One row per invariant the explored revision promises (the reports share a revision)."""
+    revision = reports[0].revision
     orders = " / ".join(f"`{report.order.value}`" for report in reports)
     out = [
         "Every reply of every input the exploration gives (section 7) is judged against "
-        "these properties of the protocol, stated about what an observer of one coordinator "
-        "sees, not about its internals. *Judgements* counts the inputs judged (for "
+        f"these properties of the protocol as revision `{revision.value}` promises them, "
+        "stated about what an observer of one coordinator sees, not about its internals. "
+        "*Judgements* counts the inputs judged (for "
         "`liveness`, the states; for `deterministic`, the fresh replays). The checker is "
         "itself tested against deliberately broken coordinators "
         "(`tests/test_explore_mutants.py`), each caught by the right invariant.",
@@ -32,7 +34,7 @@ def invariants_markdown(reports: Sequence[ExplorationReport]) -> list[str]:
         f"| Invariant | Statement | Judged by | Judgements ({orders}) | Verdict |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for invariant in Invariant:
+    for invariant in invariants_of(revision):
         verdicts = [
             next(v for v in report.verdicts if v.invariant is invariant) for report in reports
         ]
@@ -40,7 +42,7 @@ def invariants_markdown(reports: Sequence[ExplorationReport]) -> list[str]:
         broken = sum(verdict.violated for verdict in verdicts)
         verdict = "holds" if broken == 0 else f"**violated {broken} times**"
         out.append(
-            f"| `{invariant.value}` | {_cell(STATEMENTS[invariant])} | "
+            f"| `{invariant.value}` | {_cell(statement(invariant, revision))} | "
             f"{_cell(JUDGED_BY[invariant])} | {checked} | {verdict} |"
         )
     out.append("")

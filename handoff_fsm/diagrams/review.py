@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import cache
 from typing import Final
 
 from handoff_fsm.chart import REJECTIONS
 from handoff_fsm.conformance import expected_normalized_handoff
-from handoff_fsm.coordinator import HandoffCoordinator
 from handoff_fsm.diagrams.codes import error_conditions
 from handoff_fsm.diagrams.diffreview import revisions_markdown
 from handoff_fsm.diagrams.improvements import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN
@@ -362,10 +361,7 @@ def explorations() -> tuple[ExplorationReport, ...]:
 def loss_reports() -> dict[Revision, tuple[LossReport, ...]]:
     """``lost_messages(order)`` for every revision and order, run once per process."""
     return {
-        revision: tuple(
-            lost_messages(order, factory=partial(HandoffCoordinator, revision=revision))
-            for order in HandoffOrder
-        )
+        revision: tuple(lost_messages(order, revision=revision) for order in HandoffOrder)
         for revision in Revision
     }
 

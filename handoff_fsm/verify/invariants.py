@@ -312,6 +312,8 @@ JUDGED_BY: Final[dict[Invariant, str]] = {
     "accepted is a finding); the explorer checks an invalid timing changed no snapshot",
     Invariant.DUPLICATE_OUTCOME_IDEMPOTENT: "the observer (not rejected, no actions) and the "
     "explorer (the same snapshot) on every exact duplicate",
+    Invariant.REOPENS_AFTER_SUCCESS: "the observer, on every failure fact after Success and "
+    "every action of the cleanup it reopens",
     Invariant.LIVENESS: "the explorer, on the whole state graph: a backward search from the "
     "complete states over honest inputs must reach every explored state",
 }

@@ -29,10 +29,11 @@ from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Literal
 
 from handoff_fsm.coordinator import HandoffCoordinator
-from handoff_fsm.model import HandoffOrder
+from handoff_fsm.model import HandoffOrder, Revision
 from handoff_fsm.verify.exploration import HANDOFF_ID, Factory, inputs_for, trace_lines
 from handoff_fsm.verify.invariants import (
     Coordinator,
@@ -91,6 +92,7 @@ class LossReport:
     """:func:`lost_messages` for one order."""
 
     order: HandoffOrder
+    revision: Revision
     states: int
     """Reachable coordinator states (snapshot plus observer memory)."""
     waiting: int
@@ -145,7 +147,7 @@ def _leaves(snapshot: Hashable) -> tuple[str, ...]:
     return tuple(state) if isinstance(state, tuple) else ()
 
 
-def _state_graph(order: HandoffOrder, factory: Factory) -> list[_Node]:
+def _state_graph(order: HandoffOrder, factory: Factory, revision: Revision) -> list[_Node]:
     def rebuilt(ops: Sequence[Op]) -> Coordinator:
         coordinator = factory(HANDOFF_ID, order)
         for op in ops:
@@ -153,7 +155,8 @@ def _state_graph(order: HandoffOrder, factory: Factory) -> list[_Node]:
         return coordinator
 
     first = factory(HANDOFF_ID, order)
-    root = _Node(0, Observation(HANDOFF_ID, order), _leaves(first.snapshot()), False, None, None)
+    observation = Observation(HANDOFF_ID, order, revision)
+    root = _Node(0, observation, _leaves(first.snapshot()), False, None, None)
     nodes = [root]
     index: dict[tuple[Hashable, Observation], _Node] = {(first.snapshot(), root.obs): root}
     queue = deque([(root, first)])
@@ -206,12 +209,22 @@ def _finishing(
 
 
 def lost_messages(
-    order: HandoffOrder | str, *, factory: Factory = HandoffCoordinator
+    order: HandoffOrder | str,
+    *,
+    revision: Revision | str = Revision.SEED,
+    factory: Factory | None = None,
 ) -> LossReport:
-    """For every reachable state of ``factory(handoff_id, order)``: what losing each awaited
-    message does (see the module's docstring)."""
+    """For every reachable state of a coordinator of ``revision``: what losing each awaited
+    message does (see the module's docstring).
+
+    ``factory(handoff_id, order)`` builds the coordinators (default: a
+    :class:`~handoff_fsm.HandoffCoordinator` of ``revision``), as for
+    :func:`~handoff_fsm.verify.exploration.explore`.
+    """
     order = HandoffOrder(order)
-    nodes = _state_graph(order, factory)
+    revision = Revision(revision)
+    factory = factory or partial(HandoffCoordinator, revision=revision)
+    nodes = _state_graph(order, factory, revision)
     messages = {key for node in nodes for key in node.awaited}
     honest = {key: _finishing(nodes, key, rescue=False) for key in messages}
     rescued = {key: _finishing(nodes, key, rescue=True) for key in messages}
@@ -239,12 +252,13 @@ def lost_messages(
             state=leaves,
             fates=fates,
             states=len(members),
-            trace=trace_lines(order, fallback, members[0].ops()),
+            trace=trace_lines(order, fallback, members[0].ops(), revision),
         )
         for (leaves, fates), members in grouped.items()
     )
     return LossReport(
         order=order,
+        revision=revision,
         states=len(nodes),
         waiting=sum(len(members) for members in grouped.values()),
         situations=situations,
