@@ -8,14 +8,16 @@ Both sides are exported with ``git archive`` and driven in subprocesses. Every
 reported trace is replayed with ``python -m handoff_fsm replay`` run against an
 export of each commit, and must give exactly the reported replies.
 
-A few representative mutants run always (about ten seconds); all of them run when
-``HANDOFF_FSM_SLOW_TESTS=1`` is set. Two of the sixteen cannot be told apart
-through trace replay at all, and the diff says so (see
-:data:`REPLAY_CANNOT_SHOW`).
+Four representative mutants run always (a wrapper, state kept between
+coordinators, a subclass with another journal, both sides on a976b2bf); all 22
+run when ``HANDOFF_FSM_SLOW_TESTS=1`` is set (each takes a few CPU seconds:
+two exports, four processes). Three of them cannot be told apart through trace
+replay at all, and the diff says so (see :data:`REPLAY_CANNOT_SHOW`).
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import io
 import json
@@ -86,42 +88,63 @@ def commit_change(
 
 # ---------------------------------------------------------------------- mutants as source edits
 
-_HELPERS = {
-    "AcceptsConflictingOutcome": ["_LastWordJournal"],
-    "RecordsBeforeValidating": ["_RecordFirstJournal"],
-    "ReusesActionIds": ["_ZeroCompleteJournal"],
-    "RejectsDuplicates": ["_StrictDuplicateJournal"],
-    "CrashesOnUnknownAction": ["_KeyErrorJournal"],
-}
 _PRELUDE = """
 
 # ---- a deliberate bug, committed by tests/test_diff_git.py ----
 from typing import Any
-from handoff_fsm.errors import HandoffError, HandoffErrorCode
+from uuid import UUID
+
+from handoff_fsm.errors import *
 from handoff_fsm.journal import ActionJournal
-from handoff_fsm.model import (
-    CancelDestination, CancelSource, Complete, DestinationReserved, HandoffAction,
-    HandoffActionOutcome, HandoffCompletion, HandoffFact, HandoffOrder, IssuedHandoffAction,
-    ReleaseSource, ReserveDestination, StartTransfer, TimedOut,
-)
+from handoff_fsm.model import *
+from handoff_fsm.run import HandoffRun
 from handoff_fsm.snapshot import HandoffSnapshot
-APPLIED = HandoffActionOutcome.APPLIED
+
 _Correct = HandoffCoordinator
 """
+"""Appended to coordinator.py before the mutant: the names its source uses, from the modules
+that define them (``handoff_fsm`` itself is still being imported at that point)."""
+
+
+def _definitions() -> dict[str, ast.stmt]:
+    """The mutant module's top-level classes, functions and constants, by name."""
+    tree = ast.parse(Path(mutants.__file__).read_text(encoding="utf-8"))
+    found: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            found[node.name] = node
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = node
+    return found
 
 
 def mutant_edit(mutant: type) -> str:
-    """The mutant as code appended to coordinator.py: it becomes ``HandoffCoordinator``."""
-    sources = []
-    bases = [cls for cls in mutant.__mro__[1:] if cls.__module__ == mutants.__name__]
-    for cls in [
-        *reversed(bases),
-        *(getattr(mutants, h) for h in _HELPERS.get(mutant.__name__, [])),
-        mutant,
-    ]:
-        # A wrapper builds the correct coordinator inside: the name will be the mutant's.
-        sources.append(inspect.getsource(cls).replace("HandoffCoordinator(\n", "_Correct(\n"))
-    return _PRELUDE + "\n\n".join(sources) + f"\nHandoffCoordinator = {mutant.__name__}\n"
+    """The mutant, and what of the mutant module it uses, as code appended to coordinator.py.
+
+    The mutant becomes ``HandoffCoordinator``; a wrapper that builds the correct
+    coordinator inside calls it ``_Correct``.
+    """
+    source = Path(mutants.__file__).read_text(encoding="utf-8")
+    definitions = _definitions()
+    needed: set[str] = set()
+    pending = [mutant.__name__]
+    while pending:
+        name = pending.pop()
+        if name in needed or name not in definitions:
+            continue
+        needed.add(name)
+        node = definitions[name]
+        pending += [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+    needed -= {"HandoffCoordinator"}
+    chosen = sorted(
+        {id(definitions[n]): definitions[n] for n in needed}.values(), key=lambda n: n.lineno
+    )
+    parts = [ast.get_source_segment(source, node) or "" for node in chosen]
+    code = "\n\n".join(part.replace("HandoffCoordinator(\n", "_Correct(\n") for part in parts)
+    return _PRELUDE + code + f"\n\nHandoffCoordinator = {mutant.__name__}\n"
 
 
 @dataclass(frozen=True)
@@ -132,6 +155,13 @@ class Case:
     """Length of the shortest distinguishing trace, worked out by hand."""
     kind: str
     """How its kind ends."""
+    revision: str | None = None
+    """The protocol revision both sides run (``None``: each commit's default, the seed)."""
+
+    @property
+    def sides(self) -> tuple[str, str]:
+        suffix = f":{self.revision}" if self.revision is not None else ""
+        return f"git:HEAD~1{suffix}", f"git:HEAD{suffix}"
 
 
 CASES = [
@@ -193,6 +223,48 @@ CASES = [
         8,
         "A issues ReleaseSource / B issues CancelSource",
     ),
+    # a976b2bf's own: both sides run that revision. A successful handoff takes nine
+    # inputs; the terminal fact after it is the tenth.
+    Case(
+        mutants.NeverReopens,
+        "SourceFirst",
+        10,
+        "failed | timed_out | canceled: A issues CancelDestination; not complete (completion "
+        "Success) / B issues nothing; complete (Success)",
+        revision="a976b2bf",
+    ),
+    Case(
+        mutants.CancelsSourceOnReopen,
+        "SourceFirst",
+        10,
+        "B issues CancelDestination, CancelSource; not complete (completion Success)",
+        revision="a976b2bf",
+    ),
+    Case(
+        mutants.CompletesReopenAtOnce,
+        "SourceFirst",
+        10,
+        "B issues CancelDestination, Complete; complete (Canceled)",
+        revision="a976b2bf",
+    ),
+    # Submitted, SourceHeld (destination_missing), Accepted, then the reservation whose
+    # scheduled delay is infinite.
+    Case(
+        mutants.SchedulesAnyDelay,
+        "SourceFirst",
+        5,
+        "destination_reserved | source_held: A rejects it (invalid_transfer_delay) / B issues "
+        "StartTransfer",
+        revision="a976b2bf",
+    ),
+    # Says seed, runs a976b2bf: both of a976b2bf's changes, the shorter first.
+    Case(
+        mutants.A976b2bfPassedOffAsSeed,
+        "SourceFirst",
+        5,
+        "destination_reserved | source_held: A issues StartTransfer / B rejects it "
+        "(invalid_transfer_delay)",
+    ),
 ]
 
 REPLAY_CANNOT_SHOW = {
@@ -201,6 +273,9 @@ REPLAY_CANNOT_SHOW = {
     mutants.CompletesAgainOnStart: "start() after completion",
     # Replay writes the coordinator's own handoff id into every action it prints.
     mutants.TransfersForAnotherHandoff: "the handoff id inside StartTransfer",
+    # Under the seed a coordinator completed with Success is final: replay keeps only its
+    # tombstone, so the terminal fact after it never reaches the coordinator.
+    mutants.ReopensUnderSeed: "a terminal fact after a seed Success",
 }
 
 ALWAYS = {
@@ -209,20 +284,7 @@ ALWAYS = {
     mutants.CompletesTwice,  # a wrapper around the real coordinator
     mutants.SharesStartsAcrossInstances,  # state kept between coordinators
     mutants.AcceptsConflictingOutcome,  # a subclass with another journal
-    mutants.IgnoresTimeoutInFlight,  # a long shortest trace
-}
-
-
-REVISION_MUTANTS = {
-    # The mutants of the a976b2bf transitions (added with the revisions): they are told
-    # apart by `check --revision` (test_explore_mutants.py); committing them as git
-    # changes for `diff git:HEAD~1 git:HEAD` is not done yet.
-    mutants.NeverReopens,
-    mutants.CancelsSourceOnReopen,
-    mutants.CompletesReopenAtOnce,
-    mutants.SchedulesAnyDelay,
-    mutants.ReopensUnderSeed,
-    mutants.A976b2bfPassedOffAsSeed,
+    mutants.SchedulesAnyDelay,  # both sides on revision a976b2bf
 }
 
 
@@ -234,9 +296,9 @@ def test_every_mutant_is_covered() -> None:
         if cls.__module__ == mutants.__name__
         and hasattr(cls, "start")
         and not cls.__name__.startswith(("_", "Bent"))
-    } - REVISION_MUTANTS
+    }
     assert listed == defined
-    assert len(listed) == 16
+    assert len(listed) == 22
 
 
 def export(repo: Path, commit: str, into: Path) -> Path:
@@ -250,10 +312,13 @@ def export(repo: Path, commit: str, into: Path) -> Path:
     return into
 
 
-def replay_at(root: Path, trace: tuple[str, ...]) -> list[dict[str, Any]]:
+def replay_at(
+    root: Path, trace: tuple[str, ...], revision: str | None = None
+) -> list[dict[str, Any]]:
     """``python -m handoff_fsm replay -`` of that checkout, as a maintainer would run it."""
+    options = ["--revision", revision] if revision is not None else []
     result = subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", "replay", "-"],
+        [sys.executable, "-m", "handoff_fsm", "replay", *options, "-"],
         input="".join(f"{line}\n" for line in trace),
         capture_output=True,
         text=True,
@@ -267,13 +332,15 @@ def replay_at(root: Path, trace: tuple[str, ...]) -> list[dict[str, Any]]:
     return replies
 
 
-def assert_replays(report: DiffReport, repo: Path, tmp_path: Path) -> None:
+def assert_replays(
+    report: DiffReport, repo: Path, tmp_path: Path, revision: str | None = None
+) -> None:
     """Every trace, replayed at each commit, gives the reported replies; alike up to the last."""
     before = export(repo, "HEAD~1", tmp_path / "before")
     after = export(repo, "HEAD", tmp_path / "after")
     for difference in report.differences:
-        replies_a = replay_at(before, difference.trace)
-        replies_b = replay_at(after, difference.trace)
+        replies_a = replay_at(before, difference.trace, revision)
+        replies_b = replay_at(after, difference.trace, revision)
         for replies, expected in (
             (replies_a, difference.replies_a),
             (replies_b, difference.replies_b),
@@ -292,7 +359,7 @@ def assert_replays(report: DiffReport, repo: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "case",
     [case for case in CASES if SLOW or case.mutant in ALWAYS],
-    ids=lambda case: case.mutant.__name__,
+    ids=lambda case: case.mutant.__name__ + (f"-{case.revision}" if case.revision else ""),
 )
 def test_a_committed_mutant_is_told_apart_by_a_shortest_trace(
     case: Case, repo: Path, tmp_path: Path
@@ -300,12 +367,19 @@ def test_a_committed_mutant_is_told_apart_by_a_shortest_trace(
     commit_change(
         repo, case.mutant.__name__, "handoff_fsm/coordinator.py", mutant_edit(case.mutant)
     )
-    report = diff("git:HEAD~1", "git:HEAD", cwd=repo)
+    report = diff(*case.sides, cwd=repo)
     assert not report.equivalent
     first = report.differences[0]
     assert (first.order.value, first.inputs) == (case.order, case.length), first.jsonl()
     assert first.kind.endswith(case.kind), first.kind
-    assert_replays(report, repo, tmp_path)
+    if case.mutant is mutants.SharesStartsAcrossInstances:
+        # Two coordinators in one replay: the second is given the same inputs.
+        assert [json.loads(line)["op"] for line in first.trace] == ["new", "start", "new", "start"]
+        assert report.stopped is not None
+        assert "answered the same inputs differently" in report.stopped
+    else:
+        assert report.exhausted
+    assert_replays(report, repo, tmp_path, case.revision)
 
 
 @pytest.mark.parametrize(

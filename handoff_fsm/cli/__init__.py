@@ -362,7 +362,7 @@ def _add_diff(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     diff.add_argument("-o", "--output", metavar="DIR", help="write a review of the change to DIR")
     diff.add_argument(
         "--max-states",
-        type=int,
+        type=_positive,
         default=50_000,
         metavar="N",
         help="state pairs explored per order before giving up (default 50000)",

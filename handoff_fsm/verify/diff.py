@@ -616,7 +616,14 @@ def _summary(kind: _Kind, labels: tuple[str, str], state: list[str] | None) -> s
         f"{input_words(finding.op)} — {labels[0]} {reply_words(json.loads(finding.a))}; "
         f"{labels[1]} {reply_words(json.loads(finding.b))}."
     )
-    others = [m.variant for m in kind.members if m is not finding]
+    shown = (finding.variant.shape_a, finding.variant.shape_b)
+    others = list(
+        {
+            (m.variant.event, m.variant.shape_a, m.variant.shape_b): m.variant
+            for m in kind.members
+            if (m.variant.shape_a, m.variant.shape_b) != shown
+        }.values()
+    )
     if others:
         forms = "; ".join(f"{v.event}: A {v.shape_a} / B {v.shape_b}" for v in others)
         plural = "s" if len(others) > 1 else ""
