@@ -89,7 +89,9 @@ def _short_reply(reply: dict[str, Any]) -> str:
 
 def difference_mermaid(report: DiffReport, number: int, difference: Difference) -> str:
     """Both coordinators' lanes on the same inputs, the diverging step boxed."""
-    title = f"Difference {number}: {difference.kind}"
+    # Mermaid does not wrap a title: the events only (the kind in full heads DIFF.md's section).
+    events = difference.kind.partition(": ")[0]
+    title = f"Difference {number}: {events} ({difference.inputs} inputs)"
     out = [
         "---",
         f"title: {json.dumps(title, ensure_ascii=False)}",
@@ -205,9 +207,9 @@ def difference_sections(report: DiffReport, level: int, *, files: bool) -> list[
                 f"Files: [trace]({difference_file(number, 'jsonl')}) · replies of "
                 f"[A]({difference_file(number, 'a.jsonl')}) and "
                 f"[B]({difference_file(number, 'b.jsonl')}) · "
-                f"[sequence diagram]({difference_file(number, 'mmd')}). Replay: "
-                f"`handoff-fsm replay {difference_file(number, 'jsonl')}` (for a protocol "
-                'revision, add its `"revision"` to the `new` line).',
+                f"[sequence diagram]({difference_file(number, 'mmd')}). Replay with each "
+                "side's code: `handoff-fsm replay [--revision R] "
+                f"{difference_file(number, 'jsonl')}`.",
                 "",
             ]
         out += [*_mermaid_block(difference_mermaid(report, number, difference)), ""]

@@ -188,12 +188,18 @@ def input_words(op: Op) -> str:
     if isinstance(fact, SourceHeld):
         timing = fact.transfer_timing
         return (
-            f"{name}{foreign} ({timing.mode.value}, {timing.full_prompt_tokens} prompt tokens, "
+            f"{name}{foreign} ({timing.mode.value}, "
+            f"{_count(timing.full_prompt_tokens, 'prompt token')}, "
             f"{timing.kv_bytes_per_token} B/token, {timing.bandwidth_gb_s} GB/s)"
         )
     if isinstance(fact, DestinationReserved):
-        return f"{name}{foreign} ({fact.transferable_prompt_tokens} transferable tokens)"
+        tokens = _count(fact.transferable_prompt_tokens, "transferable token")
+        return f"{name}{foreign} ({tokens})"
     return f"{name}{foreign}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 _CODES: Final = {code.value: code for code in HandoffErrorCode}
