@@ -367,12 +367,6 @@ def _add_diff(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         metavar="N",
         help="state pairs explored per order before giving up (default 50000)",
     )
-    diff.add_argument(
-        "--processes",
-        action="store_true",
-        help="drive this package's sides in subprocesses, one per core (helps on an idle "
-        "machine; default: in this process)",
-    )
 
 
 def _runner(command: str) -> Callable[[argparse.Namespace], int]:

@@ -18,14 +18,13 @@ from handoff_fsm.verify.diff import DiffReport, diff
 
 
 def cli_diff(args: argparse.Namespace) -> int:
-    """``handoff-fsm diff A B [--json] [-o DIR] [--max-states N] [--processes]``."""
+    """``handoff-fsm diff A B [--json] [-o DIR] [--max-states N]``."""
     try:
         report = diff(
             args.a,
             args.b,
             max_states=args.max_states,
             charts=args.output is not None,
-            processes=args.processes,
         )
     except HandoffError as error:
         print(f"handoff-fsm diff: {error.code.value}: {error}", file=sys.stderr)

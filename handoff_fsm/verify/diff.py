@@ -737,7 +737,6 @@ def diff(
     orders: Iterable[HandoffOrder] = tuple(HandoffOrder),
     max_states: int = DEFAULT_MAX_STATES,
     charts: bool = False,
-    processes: bool = False,
 ) -> DiffReport:
     """Compare the observable behaviour of two sides over their whole reachable state space.
 
@@ -745,11 +744,9 @@ def diff(
     ``seed``, ``seed@statechart``, ``a976b2bf``, ``git:HEAD~1``, ``git:v1:seed``,
     ``worktree``; ``git:`` and ``worktree`` sides come from the repository that
     contains ``cwd`` (default: the working directory). ``charts=True`` also fetches
-    each side's chart description (for the structural diff); ``processes=True``
-    drives sides of the running package in subprocesses too, one per core.
-    Raises ``DiffError``
+    each side's chart description (for the structural diff). Raises ``DiffError``
     when a side cannot be loaded or misbehaves, or the product exceeds
     ``max_states`` per order without a difference.
     """
-    with opened_sides((a, b), cwd, processes=processes) as (side_a, side_b):
+    with opened_sides((a, b), cwd) as (side_a, side_b):
         return diff_sides(side_a, side_b, orders=orders, max_states=max_states, charts=charts)
