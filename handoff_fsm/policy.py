@@ -506,6 +506,8 @@ class SessionPolicy:
         if self._gave_up or self._coordinator.is_complete:
             return NOTHING
         if timer.action_id is None:
+            if self._coordinator.completion is not None:
+                return NOTHING  # it completed in time (a976b2bf may have reopened it since)
             self._note().timed_out = True
             return self.fact(TimedOut(handoff_id=self._coordinator.handoff_id), now)
         awaiting = self._awaiting

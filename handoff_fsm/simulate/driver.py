@@ -144,6 +144,8 @@ class Simulation:
         self._late_by = plan.late_by_ms
         self._duplicate_after = plan.duplicate_after_ms
         self._live: dict[int, SimulatedHandoff] = {}
+        self._reopened_live: dict[int, SimulatedHandoff] = {}
+        """Ended handoffs whose coordinator reopened (a976b2bf), until that cleanup ends."""
         self._deadlines: deque[tuple[SessionTimer, SimulatedHandoff]] = deque()
         self._deadline_armed = False
         self._next_index = 0
@@ -245,13 +247,11 @@ class Simulation:
 
     def publish(self, h: SimulatedHandoff, fact: HandoffFact) -> None:
         """Report ``fact`` to the handoff's session policy now and perform what it returns."""
-        # After completion an input is late, unless the coordinator can still change
-        # (a976b2bf: a terminal fact after Success cancels the decoding destination).
-        late = h.done and h.coordinator.is_final
-        actions, timers = h.policy.fact(fact, self.now)
-        if late:
-            self._late(h, actions, type(fact).__name__)
+        if h.done:
+            final = h.coordinator.is_final
+            self._after_end(h, final, h.policy.fact(fact, self.now), type(fact).__name__)
             return
+        actions, timers = h.policy.fact(fact, self.now)
         handlers = self._handlers  # what _perform does, inlined: this is the hot path
         for issued in actions:
             action = issued.action
@@ -261,11 +261,12 @@ class Simulation:
 
     def deliver(self, h: SimulatedHandoff, action_id: int, outcome: HandoffActionOutcome) -> None:
         """Deliver an acknowledgement to the handoff's policy now and perform what it returns."""
-        late = h.done and h.coordinator.is_final
-        actions, timers = h.policy.outcome(action_id, outcome, self.now)
-        if late:
-            self._late(h, actions, f"the outcome {outcome} of action {action_id}")
+        if h.done:
+            final = h.coordinator.is_final
+            step = h.policy.outcome(action_id, outcome, self.now)
+            self._after_end(h, final, step, f"the outcome {outcome} of action {action_id}")
             return
+        actions, timers = h.policy.outcome(action_id, outcome, self.now)
         handlers = self._handlers  # what _perform does, inlined: this is the hot path
         for issued in actions:
             action = issued.action
@@ -320,11 +321,11 @@ class Simulation:
                 heappush(self._heap, entry)
 
     def _expire(self, h: SimulatedHandoff, timer: SessionTimer, _b: None) -> None:
-        if h.done:
-            return
         policy = h.policy
+        if h.done and policy.finished:
+            return  # over (a reopened cleanup keeps its timers while it runs)
         self._perform(h, policy.expire(timer, self.now))
-        if policy.finished and not h.done:
+        if policy.finished and not h.coordinator.is_complete:
             self._finish(h)  # the policy gave up on the handoff's cleanup
 
     def _arm_deadline(self) -> None:
@@ -354,6 +355,17 @@ class Simulation:
     def _external_fact(self, h: SimulatedHandoff, fact: ExternalFact, _b: None) -> None:
         self.publish(h, fact(handoff_id=h.handoff_id))
 
+    def _after_end(self, h: SimulatedHandoff, final: bool, step: SessionStep, what: str) -> None:
+        """An input for a handoff that ended: late if its coordinator was final when it
+        came, else part of a reopened cleanup (a976b2bf: a terminal fact after Success
+        cancels the decoding destination)."""
+        if final:
+            self._late(h, step.actions, what)
+            return
+        if not h.policy.finished:
+            self._reopened_live[h.index] = h  # until its reopened cleanup ends
+        self._perform(h, step)
+
     def _late(self, h: SimulatedHandoff, actions: Sequence[IssuedHandoffAction], what: str) -> None:
         self.late_inputs += 1
         if actions:
@@ -378,9 +390,11 @@ class Simulation:
 
     def _finish(self, h: SimulatedHandoff) -> None:
         """The handoff is over: its coordinator completed, or its policy gave up on cleanup."""
-        if h.done:  # a976b2bf: the reopened cleanup after a Success ended
+        if h.done:  # a976b2bf: the reopened cleanup after a Success ended (or was given up)
             self.reopened += 1
+            del self._reopened_live[h.index]
             h.completion = h.policy.completion
+            self._tally(h)
             self._check_owners(h, h.completion)
             return
         h.done = True
@@ -406,20 +420,25 @@ class Simulation:
             self._on_progress(self.completed)
 
     def _tally(self, h: SimulatedHandoff) -> None:
-        """Add what the handoff's policy did to the run's figures (once, when it is over)."""
+        """Add what the handoff's policy did to the run's figures when the handoff ends
+        (again when a reopened cleanup ends: only what happened since)."""
         policy = h.policy
         if policy.quiet:
             return
-        result = policy.result
-        self.timeouts += result.timed_out
-        self.cleanup_resends += result.resends
-        self.ack_timeouts += len(result.failed)
-        self.held_back += result.held_back
-        self.unapplied += len(result.unapplied) + len(result.buffered)
+        result, before = policy.result, h.tallied
+        h.tallied = result
+        self.timeouts += result.timed_out and not (before is not None and before.timed_out)
+        self.cleanup_resends += result.resends - (before.resends if before is not None else 0)
+        self.ack_timeouts += len(result.failed) - (len(before.failed) if before is not None else 0)
+        self.held_back += result.held_back - (before.held_back if before is not None else 0)
+        unapplied = len(result.unapplied) + len(result.buffered)
+        if before is not None:
+            unapplied -= len(before.unapplied) + len(before.buffered)
+        self.unapplied += unapplied
         self.abandoned += [
             f"{h.key}: {action.issued.action.owner.value} cleanup "
             f"({type(action.issued.action).__name__}) abandoned after {action.sends} sends"
-            for action in result.abandoned
+            for action in result.abandoned[len(before.abandoned) if before is not None else 0 :]
         ]
 
     def _check_owners(self, h: SimulatedHandoff, completion: HandoffCompletion | None) -> None:
@@ -461,9 +480,12 @@ class Simulation:
             ),
             source_drained=not self.source.holding,
             destination_drained=not destination.holding,
-            driver_drained=not self._heap and not self._live and not self.transfer.in_flight,
+            driver_drained=not self._heap
+            and not self._live
+            and not self._reopened_live
+            and not self.transfer.in_flight,
         )
-        stuck = [h for _, h in sorted(self._live.items())]
+        stuck = [h for _, h in sorted({**self._live, **self._reopened_live}.items())]
         for h in stuck:
             self._tally(h)
         return SimulationResult(

@@ -12,7 +12,7 @@ from uuid import UUID
 
 from handoff_fsm.coordinator import HandoffCoordinator
 from handoff_fsm.model import HandoffActionOutcome, HandoffCompletion, NormalizedHandoffEvent
-from handoff_fsm.policy import SessionPolicy
+from handoff_fsm.policy import SessionPolicy, SessionResult
 
 # Source endpoint states (written by FakeSource).
 SOURCE_IDLE = 0
@@ -70,6 +70,7 @@ class SimulatedHandoff:
         "source_cancel",
         "started_ms",
         "stored_blocks",
+        "tallied",
         "transferable_tokens",
         "visible_blocks",
     )
@@ -96,6 +97,8 @@ class SimulatedHandoff:
         self.done = False
         """The coordinator issued Complete, or the policy gave up on its cleanup."""
         self.completion: HandoffCompletion | None = None
+        self.tallied: SessionResult | None = None
+        """What of the policy's result the run's figures already hold (driver)."""
         self.lifecycle: list[NormalizedHandoffEvent] = []
         """Normalized events as the endpoints (and the driver, for Completed) observed them."""
         # workload
