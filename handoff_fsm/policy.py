@@ -383,6 +383,11 @@ class SessionPolicy:
         return self._log is None and self._buffer is None
 
     @property
+    def refusals(self) -> dict[HandoffErrorCode, int]:
+        """The coordinator's refusals so far, by code (see :attr:`SessionResult.refusals`)."""
+        return {} if self._log is None else dict(self._log.refusals)
+
+    @property
     def timed_out(self) -> bool:
         return self._log is not None and self._log.timed_out
 

@@ -63,7 +63,6 @@ from handoff_fsm.policy import SessionPolicy, SessionStep, SessionTimer
 from handoff_fsm.simulate.config import SimulationConfig
 from handoff_fsm.simulate.endpoints import Entry, Event, FakeDestination, FakeSource, FakeTransfer
 from handoff_fsm.simulate.faults import FAULT_COUNTERS, AckFault, ExternalFact, FaultInjector
-from handoff_fsm.simulate.feed import FedCoordinator
 from handoff_fsm.simulate.record import (
     DESTINATION_ACCEPTED,
     DESTINATION_ACTIVATED,
@@ -75,6 +74,7 @@ from handoff_fsm.simulate.record import (
     SOURCE_STATES,
     SimulatedHandoff,
 )
+from handoff_fsm.simulate.recorded import RecordedCoordinator
 from handoff_fsm.simulate.result import EndpointObservations, Leak, SimulationResult
 from handoff_fsm.simulate.trace import Recorder
 
@@ -216,7 +216,7 @@ class Simulation:
         key = f"h{index}"
         recorder = self._recorder
         policy = SessionPolicy(
-            FedCoordinator(coordinator, key, self, recorder),
+            coordinator if recorder is None else RecordedCoordinator(coordinator, key, recorder),
             deadline=config.deadline_ms,
             ack_timeout=config.ack_timeout_ms,
             cleanup_ack_timeout=config.cleanup_retry_ms,
@@ -359,6 +359,7 @@ class Simulation:
         """An input for a handoff that ended: late if its coordinator was final when it
         came, else part of a reopened cleanup (a976b2bf: a terminal fact after Success
         cancels the decoding destination)."""
+        self._count_fed(h)
         if final:
             self._late(h, step.actions, what)
             return
@@ -394,6 +395,7 @@ class Simulation:
             self.reopened += 1
             del self._reopened_live[h.index]
             h.completion = h.policy.completion
+            self._count_fed(h)
             self._tally(h)
             self._check_owners(h, h.completion)
             return
@@ -403,6 +405,7 @@ class Simulation:
         completion = policy.completion
         h.completion = completion
         del self._live[h.index]
+        self._count_fed(h)
         self._tally(h)
         if h.coordinator.is_complete:
             self.completed += 1
@@ -418,6 +421,22 @@ class Simulation:
             self._start_next()
         if self._on_progress is not None and self.completed % self._progress_every == 0:
             self._on_progress(self.completed)
+
+    def _count_fed(self, h: SimulatedHandoff) -> None:
+        """Add the inputs the handoff's policy fed its coordinator, and the coordinator's
+        refusals, since the run last looked: when the handoff ends, after each input that
+        comes later, and at the end of the run (the hot path counts nothing)."""
+        policy = h.policy
+        self.inputs += policy.inputs - h.fed
+        h.fed = policy.inputs
+        if policy.quiet:
+            return  # a refusal is never quiet
+        refusals, before = policy.refusals, h.refused
+        h.refused = refusals
+        for code, n in refusals.items():
+            new = n - before.get(code, 0)
+            if new:
+                self.rejected[code.value] = self.rejected.get(code.value, 0) + new
 
     def _tally(self, h: SimulatedHandoff) -> None:
         """Add what the handoff's policy did to the run's figures when the handoff ends
@@ -487,6 +506,7 @@ class Simulation:
         )
         stuck = [h for _, h in sorted({**self._live, **self._reopened_live}.items())]
         for h in stuck:
+            self._count_fed(h)
             self._tally(h)
         return SimulationResult(
             config=self.config,
