@@ -133,6 +133,11 @@ class SessionStep(NamedTuple):
 
 NOTHING: Final = SessionStep()
 
+_timer: Callable[[tuple[float, int | None, int]], SessionTimer] = partial(
+    tuple.__new__, SessionTimer
+)
+"""``SessionTimer(when, action_id, send)`` without the Python-level ``__new__``."""
+
 _step: Callable[[tuple[Sequence[IssuedHandoffAction], tuple[SessionTimer, ...]]], SessionStep] = (
     partial(tuple.__new__, SessionStep)
 )
@@ -185,6 +190,11 @@ class SessionResult:
     """Premature facts never applied: cleanup began before their acknowledgement came."""
     rejected: tuple[Rejection, ...]
     """Inputs the coordinator refused (other than premature facts, which are held back)."""
+    refusals: dict[HandoffErrorCode, int]
+    """Every refusal of the coordinator by code, held-back facts included (each try)."""
+    inputs: int
+    """Inputs fed to the coordinator: start, facts (each try of a held-back one), outcomes,
+    and the ``TimedOut``/``Failed`` the policy made up; not the ignored ones."""
     ignored: tuple[SessionInput, ...]
     """Inputs not fed to the coordinator: acknowledgements of actions the session had
     already given up on, and any input after the session gave up."""
@@ -251,6 +261,7 @@ class _Log:
     unapplied: list[HandoffFact] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
     ignored: list[SessionInput] = field(default_factory=list)
+    refusals: dict[HandoffErrorCode, int] = field(default_factory=dict)
     given_up: set[int] = field(default_factory=set)
     """Ids of the actions in ``failed`` and ``abandoned``: their outcomes are ignored."""
 
@@ -314,6 +325,7 @@ class SessionPolicy:
         "_log",
         "_specs",
         "_started",
+        "inputs",
     )
 
     def __init__(
@@ -338,6 +350,8 @@ class SessionPolicy:
         self._started = False
         self._ending = False
         self._gave_up = False
+        self.inputs = 0
+        """Inputs fed to the coordinator so far (see :attr:`SessionResult.inputs`)."""
 
     # ------------------------------------------------------------------ state
 
@@ -369,6 +383,11 @@ class SessionPolicy:
         return self._log is None and self._buffer is None
 
     @property
+    def refusals(self) -> dict[HandoffErrorCode, int]:
+        """The coordinator's refusals so far, by code (see :attr:`SessionResult.refusals`)."""
+        return {} if self._log is None else dict(self._log.refusals)
+
+    @property
     def timed_out(self) -> bool:
         return self._log is not None and self._log.timed_out
 
@@ -390,6 +409,8 @@ class SessionPolicy:
             held_back=log.held_back,
             unapplied=tuple(log.unapplied),
             rejected=tuple(log.rejected),
+            refusals=dict(log.refusals),
+            inputs=self.inputs,
             ignored=tuple(log.ignored),
         )
 
@@ -404,19 +425,22 @@ class SessionPolicy:
         if not self._started:
             self._started = True
             if self._deadline is not None and not coordinator.is_complete:
-                timers = (SessionTimer(now + self._deadline, None),)
+                timers = (_timer((now + self._deadline, None, 0)),)
+        self.inputs += 1
         return self._issued(coordinator.start(), now, timers)
 
     def fact(self, fact: HandoffFact, now: float) -> SessionStep:
         """A fact was reported at ``now``: apply it, or hold it back if it is premature."""
-        if type(fact) not in _FACT_TYPES:
-            raise TypeError(f"fact() takes a HandoffFact, not {type(fact).__name__}")
         if self._gave_up:
+            if type(fact) not in _FACT_TYPES:  # otherwise the coordinator says so
+                raise TypeError(f"fact() takes a HandoffFact, not {type(fact).__name__}")
             self._note().ignored.append(fact)
             return NOTHING
+        self.inputs += 1
         try:
             actions = self._coordinator.on_fact(fact)
         except HandoffError as error:
+            self._refused(error)
             if error.code in PREMATURE and self._publisher_owes(fact):
                 if self._buffer is None:
                     self._buffer = []
@@ -425,7 +449,13 @@ class SessionPolicy:
                 return NOTHING
             self._note().rejected.append(Rejection(fact, error))
             return NOTHING
-        return self._issued(actions, now)
+        if not actions:
+            return NOTHING
+        specs = self._specs
+        for issued in actions:  # what _issued does first, inlined: this is the hot path
+            if type(issued.action) in specs:
+                return self._issued(actions, now)
+        return _step((actions, ()))
 
     def outcome(self, action_id: int, outcome: HandoffActionOutcome, now: float) -> SessionStep:
         """The acknowledgement of ``action_id`` arrived at ``now``."""
@@ -433,9 +463,11 @@ class SessionPolicy:
         if log is not None and (self._gave_up or action_id in log.given_up):
             log.ignored.append((action_id, outcome))
             return NOTHING
+        self.inputs += 1
         try:
             actions = self._coordinator.on_action_outcome(action_id, outcome)
         except HandoffError as error:
+            self._refused(error)
             # A refused acknowledgement (say Failed for a cancel) acknowledges nothing:
             # if the action still awaits one, this send counts as lost.
             self._note().rejected.append(Rejection((action_id, outcome), error))
@@ -445,7 +477,13 @@ class SessionPolicy:
             self._check_given_up(log)
         if self._buffer is not None:
             return self._apply_held_back(actions, now)
-        return self._issued(actions, now)
+        if not actions:
+            return NOTHING
+        specs = self._specs
+        for issued in actions:  # what _issued does first, inlined: this is the hot path
+            if type(issued.action) in specs:
+                return self._issued(actions, now)
+        return _step((actions, ()))
 
     def lost(
         self, action_id: int, reason: str, now: float, *, send: int | None = None
@@ -473,6 +511,8 @@ class SessionPolicy:
         if self._gave_up or self._coordinator.is_complete:
             return NOTHING
         if timer.action_id is None:
+            if self._coordinator.completion is not None:
+                return NOTHING  # it completed in time (a976b2bf may have reopened it since)
             self._note().timed_out = True
             return self.fact(TimedOut(handoff_id=self._coordinator.handoff_id), now)
         awaiting = self._awaiting
@@ -494,6 +534,11 @@ class SessionPolicy:
         if not actions:
             return SessionStep((), timers) if timers else NOTHING
         specs = self._specs
+        for issued in actions:
+            if type(issued.action) in specs:
+                break
+        else:  # nothing to track: the common case
+            return _step((actions, timers))
         extra: list[SessionTimer] | None = None
         for issued in actions:
             spec = specs.get(type(issued.action))
@@ -527,9 +572,11 @@ class SessionPolicy:
             if self._ending:
                 self._note().unapplied.extend(held[index:])
                 break
+            self.inputs += 1
             try:
                 more = coordinator.on_fact(fact)
             except HandoffError as error:
+                self._refused(error)
                 if error.code in PREMATURE and self._publisher_owes(fact):
                     if self._buffer is None:
                         self._buffer = []
@@ -582,9 +629,11 @@ class SessionPolicy:
         log.failed.append(UnacknowledgedAction(issued, sends, reason))
         log.given_up.add(issued.id)
         outcome = HandoffActionOutcome.failed(reason)
+        self.inputs += 1
         try:
             actions = self._coordinator.on_action_outcome(issued.id, outcome)
         except HandoffError as error:  # only a coordinator that broke its contract
+            self._refused(error)
             log.rejected.append(Rejection((issued.id, outcome), error))
             return NOTHING
         return self._issued(actions, now)
@@ -596,6 +645,10 @@ class SessionPolicy:
         awaiting = self._awaiting or {}
         if not any(type(e.issued.action) in CLEANUP_ACTIONS for e in awaiting.values()):
             self._gave_up = True
+
+    def _refused(self, error: HandoffError) -> None:
+        refusals = self._note().refusals
+        refusals[error.code] = refusals.get(error.code, 0) + 1
 
     def _note(self) -> _Log:
         log = self._log

@@ -364,6 +364,22 @@ def test_premature_reservation_and_transfer_completion_wait_for_their_acks(
     assert p.result.held_back == 2 and p.result.buffered == ()
 
 
+def test_the_policy_counts_every_input_it_feeds_and_every_refusal() -> None:
+    p = policy(deadline=10.0)
+    timer = p.start(0.0).timers[0]  # 1: start
+    p.fact(held(), 1.0)  # 2: refused as premature, held back
+    p.fact(hf.Canceled(handoff_id=OTHER), 1.0)  # 3: refused, foreign
+    p.outcome(0, SUBMITTED, 2.0)  # 4: the acknowledgement, 5: the held-back fact again
+    p.expire(timer, 10.0)  # 6: TimedOut
+    result = p.result
+    assert p.inputs == result.inputs == 6
+    assert result.refusals == {
+        hf.HandoffErrorCode.SOURCE_HELD_BEFORE_SUBMIT: 1,
+        hf.HandoffErrorCode.FOREIGN_HANDOFF: 1,
+    }
+    assert len(result.rejected) == 1  # the held-back fact was handled, not rejected
+
+
 def test_held_back_facts_are_applied_in_arrival_order() -> None:
     p = policy()
     p.start(0.0)
@@ -433,11 +449,11 @@ def test_a_handoff_reopened_after_success_gets_the_same_cleanup_rules() -> None:
     release = only(p.outcome(only(p.fact(transferred(), 0.0)).id, APPLIED, 0.0))
     assert kinds(p.outcome(release.id, APPLIED, 1.0)) == ["Complete"]
     assert p.finished and p.completion is HandoffCompletion.SUCCESS and c.state == ("decoding",)
-    assert p.expire(deadline, 100.0) == NOTHING  # the handoff is over: decoding is not timed
 
     step = p.fact(hf.Canceled(handoff_id=HID), 120.0)  # the request is canceled while decoding
     cancel = only(step)
     assert type(cancel.action) is CancelDestination and not p.finished
+    assert p.expire(deadline, 121.0) == NOTHING and not p.timed_out  # it completed in time
     again = p.expire(step.timers[0], 125.0)
     assert again.actions == (cancel,)
     assert p.expire(again.timers[0], 130.0) == NOTHING  # retries spent

@@ -7,9 +7,15 @@ import json
 
 import pytest
 
-from handoff_fsm import Backend, ConformanceError, HandoffErrorCode, Revision
+from handoff_fsm import Backend, CancelDestination, ConformanceError, HandoffErrorCode, Revision
 from handoff_fsm.io import replay
-from handoff_fsm.simulate import FaultPlan, SimulationConfig, SimulationResult, simulate
+from handoff_fsm.simulate import (
+    AckFaultRates,
+    FaultPlan,
+    SimulationConfig,
+    SimulationResult,
+    simulate,
+)
 from handoff_fsm.simulate.trace import TraceWriter
 
 DECODE_CANCELS = FaultPlan(decode_cancel=0.3)
@@ -71,3 +77,25 @@ def test_trtllm_runs_under_a976b2bf_only() -> None:
     assert error.value.code is HandoffErrorCode.UNSUPPORTED_BACKEND
     result = simulate(SimulationConfig(backend=Backend.TRTLLM, revision=Revision.A976B2BF))
     assert result.ok and result.succeeded == result.completed
+
+
+def test_a_reopened_cleanup_whose_cancel_acknowledgement_is_lost_is_re_sent() -> None:
+    plan = FaultPlan(decode_cancel=0.3, acks={CancelDestination: AckFaultRates(lose=0.5)})
+    config = SimulationConfig(handoffs=400, seed=11, faults=plan, revision=Revision.A976B2BF)
+    result = simulate(config)
+    assert result.ok, result.problems  # nothing stuck: every reopened cleanup ended
+    assert result.reopened > 50 and result.cleanup_resends > 0
+    assert result.destination_held_after_cancel_ms == 0.0
+
+
+def test_a_reopened_cleanup_never_acknowledged_is_abandoned_and_reported() -> None:
+    plan = FaultPlan(decode_cancel=0.3, acks={CancelDestination: AckFaultRates(lose=1.0)})
+    config = SimulationConfig(
+        handoffs=100, seed=11, faults=plan, revision=Revision.A976B2BF, cleanup_retries=2
+    )
+    result = simulate(config)
+    assert result.abandoned and not result.ok
+    assert all("(CancelDestination) abandoned after 3 sends" in line for line in result.abandoned)
+    assert len(result.abandoned) == result.reopened  # each reopened cleanup ended by giving up
+    assert result.stuck == () and result.leaks == ()  # the destination did cancel
+    assert result.cleanup_resends == 2 * result.reopened

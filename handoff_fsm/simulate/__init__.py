@@ -3,8 +3,8 @@
 Public API of the package only; no logic here. Modules: :mod:`.config`
 (settings and distributions), :mod:`.faults` (fault plans), :mod:`.endpoints`
 (fake source, destination, transfer), :mod:`.driver` (the event loop; every input
-goes through a :class:`~handoff_fsm.policy.SessionPolicy`), :mod:`.feed` (what
-reaches each coordinator, counted and recorded), :mod:`.trace` (recording inputs),
+goes through a :class:`~handoff_fsm.policy.SessionPolicy`), :mod:`.recorded` and
+:mod:`.trace` (recording what reaches each coordinator),
 :mod:`.result` / :mod:`.summary` (what a run produced), :mod:`.fixture`
 (conformance records); the ``handoff-fsm simulate`` command is
 :mod:`handoff_fsm.cli.simulate`.

@@ -63,7 +63,6 @@ from handoff_fsm.policy import SessionPolicy, SessionStep, SessionTimer
 from handoff_fsm.simulate.config import SimulationConfig
 from handoff_fsm.simulate.endpoints import Entry, Event, FakeDestination, FakeSource, FakeTransfer
 from handoff_fsm.simulate.faults import FAULT_COUNTERS, AckFault, ExternalFact, FaultInjector
-from handoff_fsm.simulate.feed import FedCoordinator
 from handoff_fsm.simulate.record import (
     DESTINATION_ACCEPTED,
     DESTINATION_ACTIVATED,
@@ -75,6 +74,7 @@ from handoff_fsm.simulate.record import (
     SOURCE_STATES,
     SimulatedHandoff,
 )
+from handoff_fsm.simulate.recorded import RecordedCoordinator
 from handoff_fsm.simulate.result import EndpointObservations, Leak, SimulationResult
 from handoff_fsm.simulate.trace import Recorder
 
@@ -144,6 +144,8 @@ class Simulation:
         self._late_by = plan.late_by_ms
         self._duplicate_after = plan.duplicate_after_ms
         self._live: dict[int, SimulatedHandoff] = {}
+        self._reopened_live: dict[int, SimulatedHandoff] = {}
+        """Ended handoffs whose coordinator reopened (a976b2bf), until that cleanup ends."""
         self._deadlines: deque[tuple[SessionTimer, SimulatedHandoff]] = deque()
         self._deadline_armed = False
         self._next_index = 0
@@ -214,7 +216,7 @@ class Simulation:
         key = f"h{index}"
         recorder = self._recorder
         policy = SessionPolicy(
-            FedCoordinator(coordinator, key, self, recorder),
+            coordinator if recorder is None else RecordedCoordinator(coordinator, key, recorder),
             deadline=config.deadline_ms,
             ack_timeout=config.ack_timeout_ms,
             cleanup_ack_timeout=config.cleanup_retry_ms,
@@ -245,13 +247,11 @@ class Simulation:
 
     def publish(self, h: SimulatedHandoff, fact: HandoffFact) -> None:
         """Report ``fact`` to the handoff's session policy now and perform what it returns."""
-        # After completion an input is late, unless the coordinator can still change
-        # (a976b2bf: a terminal fact after Success cancels the decoding destination).
-        late = h.done and h.coordinator.is_final
-        actions, timers = h.policy.fact(fact, self.now)
-        if late:
-            self._late(h, actions, type(fact).__name__)
+        if h.done:
+            final = h.coordinator.is_final
+            self._after_end(h, final, h.policy.fact(fact, self.now), type(fact).__name__)
             return
+        actions, timers = h.policy.fact(fact, self.now)
         handlers = self._handlers  # what _perform does, inlined: this is the hot path
         for issued in actions:
             action = issued.action
@@ -261,11 +261,12 @@ class Simulation:
 
     def deliver(self, h: SimulatedHandoff, action_id: int, outcome: HandoffActionOutcome) -> None:
         """Deliver an acknowledgement to the handoff's policy now and perform what it returns."""
-        late = h.done and h.coordinator.is_final
-        actions, timers = h.policy.outcome(action_id, outcome, self.now)
-        if late:
-            self._late(h, actions, f"the outcome {outcome} of action {action_id}")
+        if h.done:
+            final = h.coordinator.is_final
+            step = h.policy.outcome(action_id, outcome, self.now)
+            self._after_end(h, final, step, f"the outcome {outcome} of action {action_id}")
             return
+        actions, timers = h.policy.outcome(action_id, outcome, self.now)
         handlers = self._handlers  # what _perform does, inlined: this is the hot path
         for issued in actions:
             action = issued.action
@@ -320,11 +321,11 @@ class Simulation:
                 heappush(self._heap, entry)
 
     def _expire(self, h: SimulatedHandoff, timer: SessionTimer, _b: None) -> None:
-        if h.done:
-            return
         policy = h.policy
+        if h.done and policy.finished:
+            return  # over (a reopened cleanup keeps its timers while it runs)
         self._perform(h, policy.expire(timer, self.now))
-        if policy.finished and not h.done:
+        if policy.finished and not h.coordinator.is_complete:
             self._finish(h)  # the policy gave up on the handoff's cleanup
 
     def _arm_deadline(self) -> None:
@@ -354,6 +355,18 @@ class Simulation:
     def _external_fact(self, h: SimulatedHandoff, fact: ExternalFact, _b: None) -> None:
         self.publish(h, fact(handoff_id=h.handoff_id))
 
+    def _after_end(self, h: SimulatedHandoff, final: bool, step: SessionStep, what: str) -> None:
+        """An input for a handoff that ended: late if its coordinator was final when it
+        came, else part of a reopened cleanup (a976b2bf: a terminal fact after Success
+        cancels the decoding destination)."""
+        self._count_fed(h)
+        if final:
+            self._late(h, step.actions, what)
+            return
+        if not h.policy.finished:
+            self._reopened_live[h.index] = h  # until its reopened cleanup ends
+        self._perform(h, step)
+
     def _late(self, h: SimulatedHandoff, actions: Sequence[IssuedHandoffAction], what: str) -> None:
         self.late_inputs += 1
         if actions:
@@ -378,9 +391,12 @@ class Simulation:
 
     def _finish(self, h: SimulatedHandoff) -> None:
         """The handoff is over: its coordinator completed, or its policy gave up on cleanup."""
-        if h.done:  # a976b2bf: the reopened cleanup after a Success ended
+        if h.done:  # a976b2bf: the reopened cleanup after a Success ended (or was given up)
             self.reopened += 1
+            del self._reopened_live[h.index]
             h.completion = h.policy.completion
+            self._count_fed(h)
+            self._tally(h)
             self._check_owners(h, h.completion)
             return
         h.done = True
@@ -389,6 +405,7 @@ class Simulation:
         completion = policy.completion
         h.completion = completion
         del self._live[h.index]
+        self._count_fed(h)
         self._tally(h)
         if h.coordinator.is_complete:
             self.completed += 1
@@ -405,21 +422,42 @@ class Simulation:
         if self._on_progress is not None and self.completed % self._progress_every == 0:
             self._on_progress(self.completed)
 
+    def _count_fed(self, h: SimulatedHandoff) -> None:
+        """Add the inputs the handoff's policy fed its coordinator, and the coordinator's
+        refusals, since the run last looked: when the handoff ends, after each input that
+        comes later, and at the end of the run (the hot path counts nothing)."""
+        policy = h.policy
+        self.inputs += policy.inputs - h.fed
+        h.fed = policy.inputs
+        if policy.quiet:
+            return  # a refusal is never quiet
+        refusals, before = policy.refusals, h.refused
+        h.refused = refusals
+        for code, n in refusals.items():
+            new = n - before.get(code, 0)
+            if new:
+                self.rejected[code.value] = self.rejected.get(code.value, 0) + new
+
     def _tally(self, h: SimulatedHandoff) -> None:
-        """Add what the handoff's policy did to the run's figures (once, when it is over)."""
+        """Add what the handoff's policy did to the run's figures when the handoff ends
+        (again when a reopened cleanup ends: only what happened since)."""
         policy = h.policy
         if policy.quiet:
             return
-        result = policy.result
-        self.timeouts += result.timed_out
-        self.cleanup_resends += result.resends
-        self.ack_timeouts += len(result.failed)
-        self.held_back += result.held_back
-        self.unapplied += len(result.unapplied) + len(result.buffered)
+        result, before = policy.result, h.tallied
+        h.tallied = result
+        self.timeouts += result.timed_out and not (before is not None and before.timed_out)
+        self.cleanup_resends += result.resends - (before.resends if before is not None else 0)
+        self.ack_timeouts += len(result.failed) - (len(before.failed) if before is not None else 0)
+        self.held_back += result.held_back - (before.held_back if before is not None else 0)
+        unapplied = len(result.unapplied) + len(result.buffered)
+        if before is not None:
+            unapplied -= len(before.unapplied) + len(before.buffered)
+        self.unapplied += unapplied
         self.abandoned += [
             f"{h.key}: {action.issued.action.owner.value} cleanup "
             f"({type(action.issued.action).__name__}) abandoned after {action.sends} sends"
-            for action in result.abandoned
+            for action in result.abandoned[len(before.abandoned) if before is not None else 0 :]
         ]
 
     def _check_owners(self, h: SimulatedHandoff, completion: HandoffCompletion | None) -> None:
@@ -461,10 +499,14 @@ class Simulation:
             ),
             source_drained=not self.source.holding,
             destination_drained=not destination.holding,
-            driver_drained=not self._heap and not self._live and not self.transfer.in_flight,
+            driver_drained=not self._heap
+            and not self._live
+            and not self._reopened_live
+            and not self.transfer.in_flight,
         )
-        stuck = [h for _, h in sorted(self._live.items())]
+        stuck = [h for _, h in sorted({**self._live, **self._reopened_live}.items())]
         for h in stuck:
+            self._count_fed(h)
             self._tally(h)
         return SimulationResult(
             config=self.config,

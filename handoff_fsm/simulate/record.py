@@ -8,11 +8,16 @@ endpoint states are small integers with the names below.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from uuid import UUID
 
 from handoff_fsm.coordinator import HandoffCoordinator
+from handoff_fsm.errors import HandoffErrorCode
 from handoff_fsm.model import HandoffActionOutcome, HandoffCompletion, NormalizedHandoffEvent
-from handoff_fsm.policy import SessionPolicy
+from handoff_fsm.policy import SessionPolicy, SessionResult
+
+_NONE: Mapping[HandoffErrorCode, int] = MappingProxyType({})
 
 # Source endpoint states (written by FakeSource).
 SOURCE_IDLE = 0
@@ -60,16 +65,19 @@ class SimulatedHandoff:
         "destination",
         "destination_cancel",
         "done",
+        "fed",
         "handoff_id",
         "index",
         "key",
         "lifecycle",
         "policy",
         "prompt_tokens",
+        "refused",
         "source",
         "source_cancel",
         "started_ms",
         "stored_blocks",
+        "tallied",
         "transferable_tokens",
         "visible_blocks",
     )
@@ -96,6 +104,11 @@ class SimulatedHandoff:
         self.done = False
         """The coordinator issued Complete, or the policy gave up on its cleanup."""
         self.completion: HandoffCompletion | None = None
+        self.tallied: SessionResult | None = None
+        """What of the policy's result the run's figures already hold (driver)."""
+        self.fed = 0
+        self.refused: Mapping[HandoffErrorCode, int] = _NONE
+        """The policy's input count and refusals the run's figures already hold (driver)."""
         self.lifecycle: list[NormalizedHandoffEvent] = []
         """Normalized events as the endpoints (and the driver, for Completed) observed them."""
         # workload
