@@ -1,10 +1,11 @@
-"""Bytes per completed coordinator in replay: a tombstone, and a key in the ledger.
+"""Bytes per completed coordinator in replay: kept whole, and as a key in the ledger.
 
 Rule kept here: memory is what ``tracemalloc`` sees allocated while the
 structure is built (the keys' ``str`` objects count for the dict, which holds
-them; the ledger holds only their UTF-8 bytes). A tombstone's cost is measured
-through :class:`~handoff_fsm.io.replay.TraceReplayer` itself, replaying handoffs
-that complete at once with every tombstone kept. README quotes this output.
+them; the ledger holds only their UTF-8 bytes). A kept completed coordinator's
+cost is measured through :class:`~handoff_fsm.io.replay.TraceReplayer` itself,
+replaying handoffs that complete (canceled before start, the smallest journal)
+with every completed coordinator kept. README quotes this output.
 Usage: ``python benchmarks/ledger.py [COUNT]``.
 """
 
@@ -43,7 +44,7 @@ def ledger_of(keys: list[str]) -> RetiredKeys:
     return ledger
 
 
-def tombstone_bytes(count: int) -> float:
+def kept_bytes(count: int) -> float:
     """Bytes a remembered completed coordinator keeps (key ``h<n>``, remember all)."""
     replayer = TraceReplayer(remember_completed=None)
 
@@ -63,8 +64,8 @@ def tombstone_bytes(count: int) -> float:
 
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-    tombstones = min(count, 100_000)
-    print(f"tombstone: {tombstone_bytes(tombstones):.0f} B per handoff ({tombstones:,} handoffs)")
+    kept = min(count, 100_000)
+    print(f"kept completed coordinator: {kept_bytes(kept):.0f} B per handoff ({kept:,} handoffs)")
     print()
     print(f"| key ({count:,} keys) | ledger | dict of str keys |")
     print("|---|---|---|")

@@ -617,10 +617,10 @@ def _replay(mutant: type, trace: tuple[str, ...]) -> list[str]:
 _AFTER_COMPLETE = (CompletesAgainOnStart, ReopensUnderSeed)
 """Mutants whose counterexample gives its last input after the handoff became final.
 
-Replay answers for a final coordinator itself (a tombstone), so it cannot show what
-these do then: they are driven directly below (as is TransfersForAnotherHandoff,
-because replay writes the coordinator's handoff id into every action). Under a976b2bf
-a successful handoff is not final (a terminal fact reopens it): replay shows those."""
+Replay still gives that input to the coordinator (it never answers for a completed
+one), so their counterexamples replay to the violation like every other; they are
+also driven directly below, as is TransfersForAnotherHandoff (whose violation is the
+handoff id inside an action, which replay prints as the action carries it)."""
 
 _SEEN_IN_REPLIES = [
     case
@@ -632,7 +632,6 @@ _SEEN_IN_REPLIES = [
         Invariant.DETERMINISTIC,
         Invariant.INPUTS_HANDLED,
     }
-    and case.mutant not in (*_AFTER_COMPLETE, TransfersForAnotherHandoff)
 ]
 
 
@@ -647,7 +646,7 @@ def _final_before_last_input(case: Case) -> bool:
     return coordinator.is_final
 
 
-def test_the_mutants_driven_directly_are_those_replay_answers_with_a_tombstone() -> None:
+def test_the_after_complete_mutants_are_those_whose_last_input_follows_finality() -> None:
     for case in CASES:
         if case.invariant in {Invariant.LIVENESS, Invariant.DETERMINISTIC}:
             continue  # their traces end in a state, not with the offending input

@@ -7,14 +7,15 @@ bounded (``max_line_bytes``, else ``line_too_long``), read by the one JSON reade
 coordinator it names; every failure becomes an error reply, quoting at most a
 few dozen characters of the input, and replay goes on.
 
-Memory stays bounded by the live handoffs: a completed coordinator is replaced
-by a two-field tombstone that answers later lines exactly as the coordinator
-would (late acknowledgements and repeated facts get no actions, a fact for
-another handoff is still an error). Only the most recent ``remember_completed``
-tombstones are kept; an older one is reduced to its key and completion in a
-compact ledger (:class:`~handoff_fsm.io.ledger.RetiredKeys`), so its key can
-never start a second handoff (``new`` is ``duplicate_coordinator``) and any other
-line for it is ``forgotten_coordinator``.
+Every line for a coordinator reaches that coordinator, also after it completed:
+replay prints what the coordinator answers, never an answer of its own (a late
+acknowledgement or a repeated fact gets no actions because the coordinator issues
+none). Memory stays bounded by the live handoffs plus the most recent
+``remember_completed`` completed coordinators; an older one is reduced to its key
+and completion in a compact ledger (:class:`~handoff_fsm.io.ledger.RetiredKeys`),
+so its key can never start a second handoff (``new`` is
+``duplicate_coordinator``) and any other line for it is ``forgotten_coordinator``.
+Each action is printed with the handoff id it carries.
 """
 
 from __future__ import annotations
@@ -70,28 +71,21 @@ _OP_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
 
 
 class _Live:
-    """A running coordinator with the reply text it always starts with."""
+    """A coordinator replay keeps, with the reply text it always starts with."""
 
-    __slots__ = ("coordinator", "handoff_id_text", "prefix")
+    __slots__ = ("completion", "coordinator", "handoff_id", "handoff_id_text", "prefix")
 
     def __init__(self, coordinator: HandoffCoordinator, prefix: str) -> None:
         self.coordinator = coordinator
         self.prefix = prefix
+        self.handoff_id: UUID = coordinator.handoff_id
         self.handoff_id_text = str(coordinator.handoff_id)
-
-
-class _Tombstone:
-    """What remains of a completed coordinator: enough to answer every later line."""
-
-    __slots__ = ("completion", "handoff_id")
-
-    def __init__(self, handoff_id: UUID, completion: HandoffCompletion) -> None:
-        self.handoff_id = handoff_id
-        self.completion = completion
+        self.completion: HandoffCompletion | None = None
+        """How it completed, set when it became final (what the ledger records of it)."""
 
 
 DEFAULT_REMEMBER_COMPLETED = 10_000
-"""Completed coordinators that answer late lines exactly: ~2.3 MB, far more than arrive late."""
+"""Completed coordinators kept answering late lines: ~11 MB, far more than arrive late."""
 
 
 class TraceReplayer:
@@ -126,8 +120,8 @@ class TraceReplayer:
         """Longest line replay reads (UTF-8 bytes, newline not counted): else ``line_too_long``."""
         self._quick_line_limit = max_line_bytes // 4  # no shorter str can exceed the limit
         self.live: dict[str, _Live] = {}
-        self.completed: dict[str, _Tombstone] = {}
-        """Tombstones, oldest first (dicts keep insertion order)."""
+        self.completed: dict[str, _Live] = {}
+        """Final coordinators, oldest first (dicts keep insertion order), still answering."""
         self.retired = RetiredKeys()
         """Keys (and completions) of coordinators older than the last ``remember_completed``."""
 
@@ -217,11 +211,11 @@ class TraceReplayer:
     def _dispatch(self, key: str, value: Any, action_id: int | None) -> str:
         """Apply start (``value`` None), a fact, or an outcome (``action_id`` given)."""
         live = self.live.get(key)
+        running = live is not None
         if live is None:
-            tombstone = self.completed.get(key)
-            if tombstone is None:
+            live = self.completed.get(key)
+            if live is None:
                 raise self._missing(key)
-            return self._after_completion(key, tombstone, value, action_id)
         coordinator = live.coordinator
         try:
             if action_id is not None:
@@ -233,20 +227,22 @@ class TraceReplayer:
         except HandoffError as error:
             return self._error_reply(key, error)
         completion = coordinator.completion
-        # A coordinator that no input can change any more becomes a tombstone; under
-        # a976b2bf one that succeeded stays live, since a terminal fact can reopen it.
-        if completion is not None and _is_final(coordinator):
+        # A coordinator that says no input can change it any more joins the completed
+        # ones (under a976b2bf one that succeeded stays running: a terminal fact can
+        # reopen it); it still answers its later lines itself.
+        if running and completion is not None and _is_final(coordinator):
             del self.live[key]
-            self._bury(key, _Tombstone(coordinator.handoff_id, completion))
+            live.completion = completion
+            self._bury(key, live)
         return _reply_text(
             live.prefix,
-            _actions_text(actions, live.handoff_id_text),
+            _actions_text(actions, live.handoff_id, live.handoff_id_text),
             completion,
             coordinator.is_complete,
         )
 
     def _missing(self, key: str) -> HandoffError:
-        """The error for a line naming a coordinator that is neither live nor a tombstone."""
+        """The error for a line naming a coordinator replay does not keep."""
         completion = self.retired.completion(key)
         if completion is None:
             return handoff_error(
@@ -259,39 +255,24 @@ class TraceReplayer:
             "(--remember keeps more)",
         )
 
-    def _bury(self, key: str, tombstone: _Tombstone) -> None:
+    def _bury(self, key: str, completed_one: _Live) -> None:
         completed = self.completed
-        completed[key] = tombstone
+        completed[key] = completed_one
         limit = self.remember_completed
         if limit is not None and len(completed) > limit:
             oldest = next(iter(completed))
-            self.retired.add(oldest, completed.pop(oldest).completion)
-
-    def _after_completion(
-        self, key: str, tombstone: _Tombstone, value: Any, action_id: int | None
-    ) -> str:
-        # A completed coordinator issues nothing; it still refuses facts of other handoffs.
-        if action_id is None and value is not None and value.handoff_id != tombstone.handoff_id:
-            error = handoff_error(
-                HandoffErrorCode.FOREIGN_HANDOFF,
-                f"fact belongs to a different handoff: {type(value).__name__} for "
-                f"{value.handoff_id}, this coordinator is {tombstone.handoff_id}",
-                handoff_id=tombstone.handoff_id,
-                state=("complete",),
-            )
-            return self._error_reply(key, error)
-        return _reply_text(_prefix(key), "", tombstone.completion)
+            evicted = completed.pop(oldest)
+            assert evicted.completion is not None  # set by _dispatch before burying
+            self.retired.add(oldest, evicted.completion)
 
     def _error_reply(self, key: str | None, error: HandoffError) -> str:
         if key is None:
             return format_error(key, error, None)
-        live = self.live.get(key)
-        if live is not None:  # complete and live only under a976b2bf, after Success
-            coordinator = live.coordinator
+        kept = self.live.get(key) or self.completed.get(key)
+        if kept is not None:
+            coordinator = kept.coordinator
             return format_error(key, error, coordinator.completion, coordinator.is_complete)
-        known = self.completed.get(key)
-        completion = known.completion if known is not None else self.retired.completion(key)
-        return format_error(key, error, completion)
+        return format_error(key, error, self.retired.completion(key))
 
 
 def format_reply(
@@ -305,8 +286,11 @@ def format_reply(
     ``complete`` defaults to "a completion is known"; it differs only while an a976b2bf
     handoff that succeeded is cleaning up again (not complete, completion Success).
     """
-    handoff_id_text = str(actions[0].action.handoff_id) if actions else ""
-    return _reply_text(_prefix(key), _actions_text(actions, handoff_id_text), completion, complete)
+    if not actions:
+        return _reply_text(_prefix(key), "", completion, complete)
+    first = actions[0].action.handoff_id
+    text = _actions_text(actions, first, str(first))
+    return _reply_text(_prefix(key), text, completion, complete)
 
 
 def format_error(
@@ -338,10 +322,13 @@ def _is_final(coordinator: Any) -> bool:
     return bool(coordinator.is_complete if final is None else final)
 
 
-def _actions_text(actions: list[IssuedHandoffAction], handoff_id_text: str) -> str:
+def _actions_text(
+    actions: list[IssuedHandoffAction], handoff_id: UUID, handoff_id_text: str
+) -> str:
+    """The actions as JSON text; ``handoff_id_text`` is ``str(handoff_id)``, made once."""
     if not actions:
         return ""
-    return ", ".join([_issued_text(issued, handoff_id_text) for issued in actions])
+    return ", ".join([_issued_text(issued, handoff_id, handoff_id_text) for issued in actions])
 
 
 _NO_ACTIONS_RUNNING = '"actions": [], "complete": false, "completion": null}'
@@ -367,9 +354,12 @@ def _float_text(value: float) -> str:
     return float.__repr__(value)
 
 
-def _issued_text(issued: IssuedHandoffAction, handoff_id_text: str) -> str:
+def _issued_text(issued: IssuedHandoffAction, handoff_id: UUID, handoff_id_text: str) -> str:
     action = issued.action
     name = type(action).__name__
+    carried = action.handoff_id
+    if carried is not handoff_id and carried != handoff_id:  # printed as the action has it
+        handoff_id_text = str(carried)
     if type(action) is StartTransfer:
         body = f'"handoff_id": "{handoff_id_text}", "delay_ms": {_float_text(action.delay_ms)}'
     else:

@@ -226,10 +226,18 @@ def relation(a: dict[str, Any], b: dict[str, Any]) -> str:
         if not kinds_a:
             return "A issues nothing, B acts"
         return "both act, differently"
-    if a.get("actions") != b.get("actions"):
-        ids = [i["id"] for i in a.get("actions", [])] != [i["id"] for i in b.get("actions", [])]
-        return "the action ids differ" if ids else "the action payloads (delays) differ"
+    actions_a, actions_b = a.get("actions", []), b.get("actions", [])
+    if actions_a != actions_b:
+        if [i["id"] for i in actions_a] != [i["id"] for i in actions_b]:
+            return "the action ids differ"
+        if _handoff_ids(actions_a) != _handoff_ids(actions_b):
+            return "the handoff ids inside the actions differ"
+        return "the action payloads (delays) differ"
     return "the completion differs"
+
+
+def _handoff_ids(actions: list[dict[str, Any]]) -> list[Any]:
+    return [next(iter(issued["action"].values())).get("handoff_id") for issued in actions]
 
 
 def _kinds_of(reply: dict[str, Any]) -> list[str]:
@@ -335,7 +343,11 @@ def _kind_name(members: list[_Variant]) -> str:
     """The events that diverge, then the most precise words all members share."""
     events = " | ".join(dict.fromkeys(v.event for v in members))
     if len({(v.shape_a, v.shape_b) for v in members}) == 1:
-        return f"{events}: A {members[0].shape_a} / B {members[0].shape_b}"
+        shape_a, shape_b = members[0].shape_a, members[0].shape_b
+        if shape_a == shape_b:  # the same actions: what differs is inside them
+            relations = " or ".join(dict.fromkeys(v.relation for v in members))
+            return f"{events}: {relations} (each {shape_a})"
+        return f"{events}: A {shape_a} / B {shape_b}"
     shared = tuple(
         parts[0] if len(set(parts)) == 1 else _MIXED
         for parts in zip(*(v.delta for v in members), strict=True)

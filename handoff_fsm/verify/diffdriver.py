@@ -11,8 +11,9 @@ the older ``src/`` layout), speaking one JSON object per line on stdin/stdout.
 
 A state is named by a *token*: a number given to each distinct value of the
 coordinator's ``snapshot()`` (which by contract holds everything it needs to
-continue) or, once replay has replaced a completed coordinator by its
-tombstone, to the tombstone's completion. A state is rebuilt by replaying its
+continue), also after it completed (replay keeps a completed coordinator and
+asks it about later lines), or, for older replays that replaced a completed
+coordinator by a tombstone, to the tombstone's completion. A state is rebuilt by replaying its
 input sequence into a fresh replayer, and the replies met on the way are
 compared with the ones recorded when the state was first reached: a side that
 answers the same inputs differently is reported, not trusted. Further copies
@@ -159,6 +160,8 @@ class SideDriver:
     def _token(self, replayer: Any, key: str) -> Any:
         """A token naming the state of coordinator ``key`` in ``replayer``: equal iff equal."""
         entry = replayer.live.get(key)
+        if entry is None and hasattr(replayer.completed.get(key), "coordinator"):
+            entry = replayer.completed[key]  # a completed coordinator replay still asks
         if entry is not None:
             coordinator = getattr(entry, "coordinator", entry)
             try:
