@@ -38,7 +38,7 @@ def test_json_summary(capsys: pytest.CaptureFixture[str]) -> None:
         capsys, "--backend", "sglang", "--handoffs", "400", "--concurrency", "8", "--seed", "3"
     )
     assert status == 0
-    assert summary["engine"] == "sglang" and summary["order"] == "DestinationFirst"
+    assert summary["backend"] == "sglang" and summary["order"] == "DestinationFirst"
     assert summary["handoffs"] == summary["succeeded"] == 400
     assert summary["canceled"] == 0 and summary["leaked"] == 0
     assert summary["concurrency"] == 8 and summary["seed"] == 3
@@ -97,7 +97,7 @@ def test_engine_is_the_coordinator_engine_and_backend_the_serving_engine(
 ) -> None:
     status, summary = run_json(capsys, "--backend", "sglang", "--engine", "statechart")
     assert status == 0
-    assert summary["engine"] == "sglang" and summary["coordinator_engine"] == "statechart"
+    assert summary["backend"] == "sglang" and summary["coordinator_engine"] == "statechart"
     with pytest.raises(SystemExit):
         main(["simulate", "--engine", "sglang"])  # the old spelling is refused, not misread
     assert "invalid choice: 'sglang'" in capsys.readouterr().err

@@ -47,7 +47,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
     obs = result.observations
     problems = result.problems
     return {
-        "engine": config.backend.value,
+        "backend": config.backend.value,
         "order": result.order.value,
         "coordinator_engine": config.coordinator_engine,
         "seed": config.seed,
@@ -97,7 +97,7 @@ def render(summary: dict[str, Any], console: Console) -> None:
     rate = summary["fault_rate"]
     table = Table(
         title=(
-            f"handoff-fsm simulate: {summary['engine']} ({summary['order']}), "
+            f"handoff-fsm simulate: {summary['backend']} ({summary['order']}), "
             f"{summary['handoffs']} handoffs, concurrency {summary['concurrency']}, "
             f"fault rate {rate if rate is not None else 'custom'}, seed {summary['seed']}"
         ),
