@@ -521,8 +521,9 @@ class _Search:
                     if not self.found:
                         raise handoff_error(
                             HandoffErrorCode.DIFF_TOO_LARGE,
-                            f"more than {self.max_states} state pairs for {order.value} and no "
-                            "difference among them (raise --max-states)",
+                            f"more than {self.max_states} state "
+                            f"{'pair' if self.max_states == 1 else 'pairs'} for {order.value} "
+                            "and no difference among them (raise --max-states)",
                         )
                     self.bounded = True
                     return True
