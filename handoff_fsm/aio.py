@@ -19,6 +19,7 @@ import logging
 from functools import partial
 from typing import Literal, Protocol
 
+from handoff_fsm.errors import HandoffErrorCode, handoff_error
 from handoff_fsm.model import (
     FACT_TYPES,
     Canceled,
@@ -89,6 +90,12 @@ class HandoffSession:
             ack_timeout=ack_timeout_s,
             cleanup_retries=cancel_retries,
         )
+        if not callable(getattr(executor, "perform", None)):
+            raise handoff_error(
+                HandoffErrorCode.INVALID_SESSION_OPTION,
+                f"executor must have an async perform(issued) method, got "
+                f"{type(executor).__name__}",
+            )
         self._executor = executor
         self._phase: Literal["new", "running", "ended"] = "new"
         self._early: list[HandoffFact] = []

@@ -40,6 +40,8 @@ class HandoffErrorCode(StrEnum):
     INVALID_ENGINE = "invalid_engine"
     INVALID_FALLBACK = "invalid_fallback"
     INVALID_SNAPSHOT = "invalid_snapshot"
+    # Configuration of a session (handoff_fsm.policy, handoff_fsm.aio).
+    INVALID_SESSION_OPTION = "invalid_session_option"
     # Conformance records (NormalizedHandoffConformance.validate).
     UNSUPPORTED_BACKEND = "unsupported_backend"
     CONFORMANCE_ORDER_MISMATCH = "conformance_order_mismatch"
@@ -144,6 +146,7 @@ _ERROR_CLASS: dict[HandoffErrorCode, type[HandoffError]] = {
             HandoffErrorCode.INVALID_ENGINE,
             HandoffErrorCode.INVALID_FALLBACK,
             HandoffErrorCode.INVALID_SNAPSHOT,
+            HandoffErrorCode.INVALID_SESSION_OPTION,
         ),
         ConfigurationError,
     ),

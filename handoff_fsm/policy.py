@@ -45,7 +45,7 @@ from typing import Final, NamedTuple, Protocol
 from uuid import UUID
 
 from handoff_fsm.chart import ACKNOWLEDGEMENTS, REJECTIONS
-from handoff_fsm.errors import HandoffError, HandoffErrorCode
+from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
 from handoff_fsm.model import (
     ACTION_TYPES,
     FACT_TYPES,
@@ -100,6 +100,18 @@ class Coordinated(Protocol):
     def on_action_outcome(
         self, action_id: int, outcome: HandoffActionOutcome
     ) -> list[IssuedHandoffAction]: ...
+
+
+_COORDINATED: Final = (
+    "handoff_id",
+    "is_complete",
+    "completion",
+    "outstanding",
+    "start",
+    "on_fact",
+    "on_action_outcome",
+)
+"""The members of :class:`Coordinated`, checked when a policy is made."""
 
 
 class SessionTimer(NamedTuple):
@@ -278,9 +290,9 @@ def _settings(
 ) -> _Settings:
     """The checked settings of a policy: (deadline, cleanup timeout, retries, specs)."""
     if isinstance(cleanup_retries, bool) or not isinstance(cleanup_retries, int):
-        raise TypeError(f"cleanup_retries must be an int, not {type(cleanup_retries).__name__}")
+        raise _bad_option(f"cleanup_retries must be an int, not {type(cleanup_retries).__name__}")
     if cleanup_retries < 0:
-        raise ValueError(f"cleanup_retries must be >= 0, got {cleanup_retries}")
+        raise _bad_option(f"cleanup_retries must be >= 0, got {cleanup_retries}")
     ack = _duration("ack_timeout", ack_timeout, zero=False)
     cleanup = _duration("cleanup_ack_timeout", cleanup_ack_timeout, zero=False)
     cleanup = ack if cleanup is None else cleanup
@@ -296,11 +308,20 @@ def _duration(name: str, value: float | None, *, zero: bool) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number or None, not {type(value).__name__}")
-    if not math.isfinite(value) or value < 0.0 or (value == 0.0 and not zero):
+        raise _bad_option(f"{name} must be a number or None, not {type(value).__name__}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int beyond any float
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds < 0.0 or (seconds == 0.0 and not zero):
         bound = ">= 0" if zero else "> 0"
-        raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
-    return float(value)
+        raise _bad_option(f"{name} must be finite and {bound}, got {quoted(value)}")
+    return seconds
+
+
+def _bad_option(message: str) -> HandoffError:
+    """A session setting out of range: a coded error, like a coordinator's own settings."""
+    return handoff_error(HandoffErrorCode.INVALID_SESSION_OPTION, message)
 
 
 class SessionPolicy:
@@ -337,13 +358,19 @@ class SessionPolicy:
         cleanup_ack_timeout: float | None = None,
         cleanup_retries: int = 3,
     ) -> None:
+        missing = [name for name in _COORDINATED if not hasattr(type(coordinator), name)]
+        if missing:
+            raise _bad_option(
+                f"coordinator must be a HandoffCoordinator, got {type(coordinator).__name__} "
+                f"(without {', '.join(missing)})"
+            )
         self._coordinator = coordinator
-        (
-            self._deadline,
-            self._cleanup_timeout,
-            self._cleanup_retries,
-            self._specs,
-        ) = _settings(deadline, ack_timeout, cleanup_ack_timeout, cleanup_retries)
+        options = (deadline, ack_timeout, cleanup_ack_timeout, cleanup_retries)
+        try:
+            settings = _settings(*options)
+        except TypeError:  # an unhashable option: checked without the cache, then refused
+            settings = _settings.__wrapped__(*options)
+        (self._deadline, self._cleanup_timeout, self._cleanup_retries, self._specs) = settings
         self._awaiting: dict[int, _Awaited] | None = None
         self._buffer: list[HandoffFact] | None = None
         self._log: _Log | None = None

@@ -624,3 +624,39 @@ def test_importing_the_package_does_not_load_the_asyncio_runtime() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+class _Idle:
+    async def perform(self, issued: IssuedHandoffAction) -> HandoffActionOutcome:
+        return issued.action.expected_outcomes[0]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "options", "message"),
+    [
+        ((None, _Idle()), {}, "coordinator must be a HandoffCoordinator"),
+        (("h1", _Idle()), {}, "coordinator must be a HandoffCoordinator"),
+        ((hf.HandoffCoordinator(uuid.uuid4(), "SourceFirst"), object()), {}, "executor must"),
+        (
+            (hf.HandoffCoordinator(uuid.uuid4(), "SourceFirst"), _Idle()),
+            {"deadline_s": -1},
+            "deadline",
+        ),
+        (
+            (hf.HandoffCoordinator(uuid.uuid4(), "SourceFirst"), _Idle()),
+            {"ack_timeout_s": float("nan")},
+            "ack_timeout",
+        ),
+        (
+            (hf.HandoffCoordinator(uuid.uuid4(), "SourceFirst"), _Idle()),
+            {"cancel_retries": 1.5},
+            "cleanup_retries",
+        ),
+    ],
+)
+def test_an_unusable_session_is_a_coded_configuration_error(
+    arguments: tuple[Any, Any], options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(hf.ConfigurationError, match=message) as raised:
+        HandoffSession(*arguments, **options)
+    assert raised.value.code is hf.HandoffErrorCode.INVALID_SESSION_OPTION

@@ -488,25 +488,35 @@ def test_not_a_fact_is_a_type_error() -> None:
 
 
 @pytest.mark.parametrize(
-    ("settings", "error", "message"),
+    ("settings", "message"),
     [
-        ({"deadline": -1.0}, ValueError, "deadline must be finite and >= 0"),
-        ({"deadline": math.inf}, ValueError, "deadline"),
-        ({"ack_timeout": 0.0}, ValueError, "ack_timeout must be finite and > 0"),
-        ({"ack_timeout": math.nan}, ValueError, "ack_timeout"),
-        ({"cleanup_ack_timeout": -2.0}, ValueError, "cleanup_ack_timeout"),
-        ({"deadline": "5"}, TypeError, "deadline must be a number"),
-        ({"ack_timeout": True}, TypeError, "ack_timeout must be a number"),
-        ({"cleanup_retries": -1}, ValueError, "cleanup_retries must be >= 0"),
-        ({"cleanup_retries": 2.0}, TypeError, "cleanup_retries must be an int"),
-        ({"cleanup_retries": True}, TypeError, "cleanup_retries must be an int"),
+        ({"deadline": -1.0}, "deadline must be finite and >= 0"),
+        ({"deadline": math.inf}, "deadline"),
+        ({"deadline": 10**400}, "deadline must be finite"),
+        ({"ack_timeout": 0.0}, "ack_timeout must be finite and > 0"),
+        ({"ack_timeout": math.nan}, "ack_timeout"),
+        ({"cleanup_ack_timeout": -2.0}, "cleanup_ack_timeout"),
+        ({"deadline": "5"}, "deadline must be a number"),
+        ({"deadline": [5]}, "deadline must be a number"),
+        ({"ack_timeout": True}, "ack_timeout must be a number"),
+        ({"cleanup_retries": -1}, "cleanup_retries must be >= 0"),
+        ({"cleanup_retries": 2.0}, "cleanup_retries must be an int"),
+        ({"cleanup_retries": True}, "cleanup_retries must be an int"),
+        ({"cleanup_retries": {}}, "cleanup_retries must be an int"),
     ],
 )
-def test_unusable_settings_are_refused(
-    settings: dict[str, Any], error: type[Exception], message: str
+def test_unusable_settings_are_a_coded_configuration_error(
+    settings: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(error, match=message):
+    with pytest.raises(hf.ConfigurationError, match=message) as raised:
         policy(**settings)
+    assert raised.value.code is hf.HandoffErrorCode.INVALID_SESSION_OPTION
+
+
+@pytest.mark.parametrize("thing", [None, "h1", object(), 42])
+def test_a_policy_needs_a_coordinator(thing: object) -> None:
+    with pytest.raises(hf.ConfigurationError, match="coordinator must be a HandoffCoordinator"):
+        SessionPolicy(thing)  # type: ignore[arg-type]
 
 
 def test_ints_are_accepted_as_durations() -> None:
