@@ -57,6 +57,8 @@ _DESCRIPTIONS: Final[dict[HandoffErrorCode, str]] = {
     "(construction, `restore`, trace `new`).",
     _C.INVALID_SNAPSHOT: "`restore()` gets a snapshot that is no reachable chart state, or whose "
     "journal, timing or tokens do not fit it.",
+    _C.INVALID_SESSION_OPTION: "A session policy or `HandoffSession` is given no coordinator, "
+    "an executor without `perform`, or a deadline, timeout or retry count out of range.",
     _C.UNSUPPORTED_BACKEND: "A backend without a handoff order.",
     _C.CONFORMANCE_ORDER_MISMATCH: "A conformance record's order is not its backend's.",
     _C.CONFORMANCE_LIFECYCLE_MISMATCH: "A conformance record's lifecycle is not "
