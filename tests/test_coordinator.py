@@ -841,6 +841,8 @@ def test_every_rejected_call_leaves_the_coordinator_unchanged(engine: Engine) ->
             HandoffErrorCode.UNKNOWN_DIFF_SIDE,
             HandoffErrorCode.DIFF_SIDE_FAILED,
             HandoffErrorCode.DIFF_TOO_LARGE,
+            # a session's settings (tests/test_policy.py, tests/test_aio.py)
+            HandoffErrorCode.INVALID_SESSION_OPTION,
         }
     }
     assert covered == coordinator_codes
