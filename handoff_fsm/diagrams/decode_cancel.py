@@ -13,11 +13,12 @@ drawings are placed next to each other (:mod:`~handoff_fsm.diagrams.side_by_side
 each under words read off its run.
 
 Anyone can reproduce a committed trace (``diagrams/<revision>/lifecycle_decode_cancel.jsonl``),
-here for the seed (the coordinator is the one the trace's lines name)::
+here for the seed, with ``KEY`` the coordinator its lines name (``h8`` when this was
+written)::
 
     handoff-fsm simulate --handoffs 200 --decode-cancel-rate 0.2 --seed 0 --revision seed \\
         --trace run.jsonl
-    grep '"coordinator": "h8"' run.jsonl > lifecycle_decode_cancel.jsonl
+    grep '"coordinator": "KEY"' run.jsonl > lifecycle_decode_cancel.jsonl
 
 and its drawing with ``handoff-fsm lifecycle lifecycle_decode_cancel.jsonl --title TITLE
 -o lifecycle_decode_cancel.svg`` (:func:`simulate_command` and :func:`lifecycle_title`
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Final
@@ -195,39 +197,63 @@ def _inputs(lines: list[str], steps: int) -> list[str]:
     return lines[1 : steps + 1]
 
 
+def decode_cancel_run(
+    revision: Revision,
+    trace: Sequence[str],
+    *,
+    canceled_while_decoding: int,
+    held_after_cancel_ms: float,
+) -> DecodeCancelRun:
+    """One revision's run, read from its trace (one coordinator's lines) the one way.
+
+    The figures of the whole run are the simulation's (a trace of one coordinator does
+    not hold them). Raises ``ValueError`` when the trace has no ``Canceled`` fact after
+    Success.
+    """
+    followed = follow(trace, revision=revision)
+    cancel = _cancel_after_success(followed)
+    if cancel is None:
+        raise ValueError(f"{followed.coordinator}: no Canceled fact after Success")
+    return DecodeCancelRun(
+        revision=revision,
+        coordinator=followed.coordinator,
+        trace=tuple(trace),
+        lifecycle=trace_lifecycle(trace, title=lifecycle_title(revision), revision=revision),
+        cancel=cancel,
+        followed=followed,
+        canceled_while_decoding=canceled_while_decoding,
+        held_after_cancel_ms=held_after_cancel_ms,
+    )
+
+
 @cache
 def decode_cancel_runs() -> tuple[DecodeCancelRun, ...]:
     """The chosen handoff under every revision (see the module's rule), simulated once."""
     simulated = {revision: _simulate(revision) for revision in Revision}
     grouped = {revision: _by_coordinator(lines) for revision, (lines, _, _) in simulated.items()}
-    first = simulated[Revision.SEED][0]
     candidates = dict.fromkeys(
         parsed["coordinator"]
-        for parsed in map(json.loads, first)
+        for parsed in map(json.loads, simulated[Revision.SEED][0])
         if parsed["op"] == "fact" and "Canceled" in parsed["fact"]
     )
     for key in candidates:
+        traces = {revision: lines.get(key) for revision, lines in grouped.items()}
         followed = {
-            revision: follow(lines[key], key, revision=revision)
-            for revision, lines in grouped.items()
-            if key in lines
+            revision: follow(trace, key, revision=revision)
+            for revision, trace in traces.items()
+            if trace is not None
         }
-        cancels = {revision: _cancel_after_success(run) for revision, run in followed.items()}
-        if len(cancels) != len(Revision) or None in cancels.values():
+        cancels = {_cancel_after_success(run) for run in followed.values()}
+        if len(followed) != len(Revision) or len(cancels) != 1 or None in cancels:
             continue
-        index = cancels[Revision.SEED]
+        (index,) = cancels
         assert index is not None
-        same = {json.dumps(_inputs(grouped[revision][key], index + 1)) for revision in Revision}
-        if len(same) != 1 or set(cancels.values()) != {index}:
+        if len({json.dumps(_inputs(trace or [], index + 1)) for trace in traces.values()}) != 1:
             continue
         return tuple(
-            DecodeCancelRun(
-                revision=revision,
-                coordinator=key,
-                trace=tuple(grouped[revision][key]),
-                lifecycle=trace_lifecycle(grouped[revision][key], title=lifecycle_title(revision)),
-                cancel=index,
-                followed=followed[revision],
+            decode_cancel_run(
+                revision,
+                grouped[revision][key],
                 canceled_while_decoding=simulated[revision][1],
                 held_after_cancel_ms=simulated[revision][2],
             )

@@ -41,6 +41,16 @@ _CHAR_WIDTH: Final = 0.6
 panel's lines within the panel."""
 
 
+_MIN_CHARS: Final = 24
+"""A line under a heading is never wrapped narrower than this (a tiny drawing's lines then
+reach beyond it)."""
+
+
+def _chars(width: float) -> int:
+    """How many characters of a line under a heading fit in ``width`` points."""
+    return int(width / (_LINE_SIZE * _CHAR_WIDTH))
+
+
 @dataclass(frozen=True, slots=True)
 class Panel:
     """One drawing of a side-by-side figure and what is written above it."""
@@ -106,14 +116,17 @@ def side_by_side_svg(title: str, panels: tuple[Panel, ...]) -> bytes:
         [
             part
             for line in panel.lines
-            for part in textwrap.wrap(line, int(drawing.width / (_LINE_SIZE * _CHAR_WIDTH)))
+            for part in textwrap.wrap(line, max(_MIN_CHARS, _chars(drawing.width)))
         ]
         for panel, drawing in zip(panels, drawings, strict=True)
     ]
     lines = max(len(panel_lines) for panel_lines in wrapped)
     title_height = _TITLE_SIZE * _LEADING + _MARGIN
     head_height = _HEADING_SIZE * _LEADING + lines * _LINE_SIZE * _LEADING + _MARGIN / 2
-    width = 2 * _MARGIN + sum(d.width for d in drawings) + _GAP * (len(drawings) - 1)
+    width = max(
+        2 * _MARGIN + sum(d.width for d in drawings) + _GAP * (len(drawings) - 1),
+        2 * _MARGIN + len(title) * _TITLE_SIZE * _CHAR_WIDTH,
+    )
     height = _MARGIN + title_height + head_height + max(d.height for d in drawings) + _MARGIN
     out = [
         '<?xml version="1.0" encoding="UTF-8" standalone="no"?>',
