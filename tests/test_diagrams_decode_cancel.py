@@ -264,5 +264,7 @@ def test_the_readme_shows_the_figure_and_links_each_revisions_chart_and_table() 
             link = f"diagrams/{revision.value}/{name}"
             assert f"]({link})" in section
             assert (ROOT / link).is_file()
-    command = " ".join(simulate_command(Revision.SEED)).replace("--revision seed", "--revision R")
-    assert " ".join(f"handoff-fsm {command}".split()) in " ".join(section.split())
+    command = " ".join(simulate_command(Revision.A976B2BF))
+    assert f"`handoff-fsm {command}`, and the same with `--revision seed`" in " ".join(
+        section.split()
+    )
