@@ -15,7 +15,9 @@ def test_diagrams_writes_every_file(tmp_path: Path, capsys: pytest.CaptureFixtur
     out = tmp_path / "out"
     assert main(["diagrams", str(out)]) == 0
     expected = diagram_files()
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == expected
+    written = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert written == expected
+    assert {"seed/statechart.svg", "a976b2bf/transitions.md"} <= set(written)
     assert f"wrote {len(expected)} files" in capsys.readouterr().out
 
 

@@ -37,8 +37,10 @@ from handoff_fsm.diagrams import (
     write_diagrams,
     write_review,
 )
+from handoff_fsm.diagrams.revisions import revision_chart
 from handoff_fsm.diagrams.stamp import Format, figure_format, stamp
 from handoff_fsm.diagrams.style import FONT
+from handoff_fsm.model import Revision
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / DIAGRAMS_DIR
@@ -60,7 +62,12 @@ def _format(name: str) -> Format:
 
 
 def _contents(folder: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+    """Every file under ``folder``, by its ``/``-separated path relative to it."""
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 @pytest.mark.requires("dot")
@@ -76,17 +83,34 @@ def test_a_rerun_writes_byte_identical_files(regenerated: Path, tmp_path: Path) 
     assert _contents(tmp_path) == _contents(regenerated)
 
 
+CHART_FILES = ("statechart.dot", "statechart.svg", "statechart.png", "statechart.mmd")
+REVISION_FILES = (
+    *CHART_FILES,
+    "transitions.md",
+    "lifecycle_decode_cancel.jsonl",
+    "lifecycle_decode_cancel.mmd",
+    "lifecycle_decode_cancel.svg",
+)
+"""What each revision's folder holds: its chart, its table, its decode-phase cancel."""
+
+
 @pytest.mark.requires("dot")
 def test_generated_files_are_the_documented_set(regenerated: Path) -> None:
     names = set(_contents(regenerated))
-    assert {"statechart.dot", "statechart.svg", "statechart.png", "statechart.mmd"} <= names
-    assert {"transitions.md", REVIEW_NAME} <= names
+    assert set(CHART_FILES) <= names
+    assert {"transitions.md", REVIEW_NAME, "decode_cancel_by_revision.svg"} <= names
     lifecycles = {n for n in names if n.startswith("lifecycle_")}
     assert len(lifecycles) == 3 * len(SCENARIOS)  # each lifecycle as its trace, Mermaid, SVG
     for scenario in SCENARIOS:
         stem = f"lifecycle_{scenario.name}"
         assert {f"{stem}.jsonl", f"{stem}.mmd", f"{stem}.svg"} <= lifecycles
-    assert len(names) == 6 + len(lifecycles)
+    folders = {name.partition("/")[0] for name in names if "/" in name}
+    assert folders == {revision.value for revision in Revision}
+    for revision in Revision:
+        assert {n for n in names if n.startswith(f"{revision.value}/")} == {
+            f"{revision.value}/{name}" for name in REVISION_FILES
+        }
+    assert len(names) == 7 + len(lifecycles) + len(Revision) * len(REVISION_FILES)
 
 
 @pytest.fixture
@@ -112,16 +136,15 @@ def test_the_drift_check_fails_when_the_chart_changes(
     expected = diagram_files(changed_chart) | review_files(changed_chart)
     report = drift(COMMITTED, expected)
     assert not report.ok
+    charts = [*CHART_FILES, "transitions.md"]
     assert set(report.stale) == {
-        "statechart.dot",
-        "statechart.svg",
-        "statechart.png",
-        "statechart.mmd",
-        "transitions.md",
+        *charts,
+        *(f"{revision.value}/{name}" for revision in Revision for name in charts),
         REVIEW_NAME,
     }
-    assert "stale: REVIEW.md, statechart.dot" in str(report)
-    assert "[destination activating]" in expected["statechart.dot"].decode()
+    assert "stale: REVIEW.md, a976b2bf/statechart.dot" in str(report)
+    for folder in ("", *(f"{revision.value}/" for revision in Revision)):
+        assert "[destination activating]" in expected[f"{folder}statechart.dot"].decode()
 
 
 def test_the_drift_check_names_missing_and_extra_files(tmp_path: Path) -> None:
@@ -135,11 +158,14 @@ def test_the_drift_check_names_missing_and_extra_files(tmp_path: Path) -> None:
 
 
 def test_every_committed_figure_names_the_dot_it_was_drawn_from() -> None:
-    dot = (COMMITTED / "statechart.dot").read_text(encoding="utf-8")
-    for name in ("statechart.svg", "statechart.png"):
-        fmt = _format(name)
-        assert read_stamp(fmt, (COMMITTED / name).read_bytes()) == dot_digest(dot), name
-    for path in COMMITTED.glob("lifecycle_*.svg"):
+    for folder in (COMMITTED, *(COMMITTED / revision.value for revision in Revision)):
+        dot = (folder / "statechart.dot").read_text(encoding="utf-8")
+        for name in ("statechart.svg", "statechart.png"):
+            fmt = _format(name)
+            assert read_stamp(fmt, (folder / name).read_bytes()) == dot_digest(dot), folder / name
+    figures = [*COMMITTED.rglob("lifecycle_*.svg"), COMMITTED / "decode_cancel_by_revision.svg"]
+    assert len(figures) == len(SCENARIOS) + len(Revision) + 1
+    for path in figures:
         assert read_stamp("svg", path.read_bytes()) is not None, path.name
 
 
@@ -161,6 +187,31 @@ def test_a_figure_drawn_from_a_stale_chart_is_caught(
     (committed_copy / name).write_bytes(render(statechart_dot(describe_chart(changed_chart)), fmt))
     report = drift(committed_copy, _contents(regenerated))
     assert (report.stale, report.missing, report.extra) == ((name,), (), ())
+
+
+@pytest.mark.requires("dot")
+@pytest.mark.parametrize("revision", list(Revision), ids=str)
+def test_a_revisions_chart_drawn_from_another_revision_is_caught(
+    committed_copy: Path, regenerated: Path, revision: Revision
+) -> None:
+    """The drift check looks into the revision folders: a figure there is compared too."""
+    other = next(r for r in Revision if r is not revision)
+    name = f"{revision.value}/statechart.svg"
+    (committed_copy / name).write_bytes(render(statechart_dot(revision_chart(other)), "svg"))
+    report = drift(committed_copy, _contents(regenerated))
+    assert (report.stale, report.missing, report.extra) == ((name,), (), ())
+
+
+def test_the_drift_check_names_files_in_subfolders(tmp_path: Path) -> None:
+    (tmp_path / "seed").mkdir()
+    (tmp_path / "seed" / "old.md").write_bytes(b"x")
+    (tmp_path / "seed" / "same.md").write_bytes(b"x")
+    report = drift(tmp_path, {"seed/same.md": b"x", "a976b2bf/new.md": b"y"})
+    assert (report.stale, report.missing, report.extra) == (
+        (),
+        ("a976b2bf/new.md",),
+        ("seed/old.md",),
+    )
 
 
 @pytest.mark.requires("dot")
@@ -211,7 +262,19 @@ def test_figures_drawn_by_another_graphviz_or_other_fonts_are_current(
 
 @pytest.mark.requires("dot")
 def test_text_files_are_compared_byte_for_byte(committed_copy: Path, regenerated: Path) -> None:
-    for name in ("statechart.dot", "statechart.mmd", "transitions.md", REVIEW_NAME):
+    revision_texts = [
+        f"{revision.value}/{name}"
+        for revision in Revision
+        for name in REVISION_FILES
+        if not name.endswith((".svg", ".png"))
+    ]
+    for name in (
+        "statechart.dot",
+        "statechart.mmd",
+        "transitions.md",
+        REVIEW_NAME,
+        *revision_texts,
+    ):
         path = committed_copy / name
         original = path.read_bytes()
         path.write_bytes(original.rstrip(b"\n") + b"\n\n")

@@ -19,8 +19,10 @@ import pytest
 from handoff_fsm.diagrams import (
     Edge,
     EdgeKind,
+    decode_cancel_runs,
     describe_chart,
     review_markdown,
+    revision_chart,
     scenario_runs,
     sequence_mermaid,
     statechart_mermaid,
@@ -28,6 +30,7 @@ from handoff_fsm.diagrams import (
 from handoff_fsm.diagrams.diffreview import revision_reports
 from handoff_fsm.diagrams.lifecycle import PARTICIPANTS, MessageKind
 from handoff_fsm.diagrams.mermaid import mermaid_text, regions_can_nest
+from handoff_fsm.model import Revision
 
 ROOT = Path(__file__).resolve().parents[1]
 MERMAID_CHECK = ROOT / "tools" / "mermaid-check" / "mermaid-check"
@@ -126,6 +129,20 @@ def test_the_state_diagram_declares_exactly_the_charts_states() -> None:
     assert declared == {s.id for s in model.states}
 
 
+@pytest.mark.parametrize("revision", list(Revision), ids=str)
+def test_a_revisions_state_diagram_declares_and_draws_exactly_its_chart(
+    revision: Revision,
+) -> None:
+    model = revision_chart(revision)
+    source = statechart_mermaid(model)
+    assert check_state_diagram(source) == {s.id for s in model.states}
+    drawn = re.findall(r"^\s*(\w+) --> (\w+)\b", source, re.MULTILINE)
+    assert sorted(drawn) == sorted(
+        (e.source, e.target) for e in model.edges if e.kind is not EdgeKind.REJECTION
+    )
+    assert f"title: HandoffChart, revision {revision.value}" in source
+
+
 def test_the_state_diagram_draws_every_transition_and_rejection() -> None:
     model = describe_chart()
     source = statechart_mermaid(model)
@@ -199,6 +216,11 @@ def test_mermaid_parses_every_generated_file_and_every_review_block(tmp_path: Pa
     files = {"statechart.mmd": statechart_mermaid(describe_chart())}
     files |= {
         f"lifecycle_{r.scenario.name}.mmd": sequence_mermaid(r.lifecycle) for r in scenario_runs()
+    }
+    files |= {f"{r.value}_statechart.mmd": statechart_mermaid(revision_chart(r)) for r in Revision}
+    files |= {
+        f"{run.revision.value}_decode_cancel.mmd": sequence_mermaid(run.lifecycle)
+        for run in decode_cancel_runs()
     }
     blocks = mermaid_blocks(review_markdown())
     revisions = sum(len(report.differences) for report in revision_reports())

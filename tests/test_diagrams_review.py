@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from handoff_fsm import HandoffErrorCode, HandoffOrder
 from handoff_fsm.conformance import expected_normalized_handoff
-from handoff_fsm.diagrams import chart_space, review_markdown, scenario_runs
+from handoff_fsm.diagrams import (
+    chart_space,
+    decode_cancel_runs,
+    describe_chart,
+    review_markdown,
+    revision_chart,
+    scenario_runs,
+)
 from handoff_fsm.diagrams.review import loss_reports, observed_lifecycle
 from handoff_fsm.engines.compiled import compiled_chart
 from handoff_fsm.model import HandoffCompletion, Revision
@@ -27,8 +36,7 @@ def test_the_review_has_every_section_in_order() -> None:
         "6. Improvements over the reference",
         "7. State space",
         "8. Revisions",
-        "9. Invariants",
-        "10. One lost message",
+        "9. One lost message",
     ]
     assert "![The handoff statechart](statechart.svg)" in review
     for run in scenario_runs():
@@ -55,14 +63,16 @@ def test_chart_space_counts_the_compiled_chart() -> None:
     assert source_first.completing[HandoffCompletion.SUCCESS] == 1
 
 
-def test_the_review_shows_the_state_space_figures() -> None:
-    review = review_markdown()
-    for order in HandoffOrder:
-        space = chart_space(order)
-        row = f"| `{order.value}` | {space.states} | {space.configurations} | {space.steps} |"
-        assert row in review
-        report = explore(order)
-        assert f"| `{order.value}` | {report.states} | {report.transitions} |" in review
+def test_the_review_shows_the_state_space_figures_of_every_revision() -> None:
+    section = review_markdown().split("## 7. State space", 1)[1].split("## 8.", 1)[0]
+    for revision in Revision:
+        for order in HandoffOrder:
+            space = chart_space(order, compiled_chart(revision))
+            which = f"| `{revision.value}` | `{order.value}` |"
+            assert f"{which} {space.states} | {space.configurations} | {space.steps} |" in section
+            report = explore(order, revision=revision)
+            assert f"{which} {report.states} | {report.transitions} |" in section
+    assert section.count("\n| `") == 2 * 2 * len(Revision)
 
 
 def test_the_scripted_success_runs_show_the_expected_normalized_lifecycles() -> None:
@@ -77,26 +87,67 @@ def test_the_scripted_success_runs_show_the_expected_normalized_lifecycles() -> 
     assert review.count(" | same ([") == 2
 
 
-def test_the_invariants_are_written_out_with_what_judges_them() -> None:
-    review = review_markdown()
-    section = review.split("## 9. Invariants", 1)[1].split("## 10.", 1)[0]
-    reports = [explore(order) for order in HandoffOrder]
-    promised = invariants_of(Revision.SEED)
+def _revision_part(revision: Revision) -> str:
+    """The review's part on one revision (section 8.n, up to the next part)."""
+    parts = re.split(r"^### 8\.\d+\. ", review_markdown(), flags=re.MULTILINE)
+    return next(part for part in parts if part.startswith(f"`{revision.value}`\n"))
+
+
+@pytest.mark.parametrize("revision", list(Revision), ids=str)
+def test_each_revision_states_its_invariants_with_what_judges_them(revision: Revision) -> None:
+    section = _revision_part(revision).split("#### Invariants", 1)[1].split("\n#### ", 1)[0]
+    reports = [explore(order, revision=revision) for order in HandoffOrder]
+    promised = invariants_of(revision)
     for invariant in promised:
         checked = " / ".join(
             f"{next(v for v in r.verdicts if v.invariant is invariant).checked:,}" for r in reports
         )
         row = (
-            f"| `{invariant.value}` | {statement(invariant, Revision.SEED)} | "
+            f"| `{invariant.value}` | {statement(invariant, revision)} | "
             f"{JUDGED_BY[invariant]} | {checked} | holds |"
         )
         assert row in section, invariant
     assert section.count("\n| `") == len(promised)
+    assert f"as revision `{revision.value}` promises them" in section
     assert set(JUDGED_BY) == set(Invariant)
 
 
+@pytest.mark.parametrize("revision", list(Revision), ids=str)
+def test_each_revision_links_its_chart_and_table_and_gives_its_size(revision: Revision) -> None:
+    part = _revision_part(revision)
+    folder = revision.value
+    for name in ("statechart.svg", "statechart.png", "statechart.dot", "statechart.mmd"):
+        assert f"]({folder}/{name})" in part
+    assert f"[{folder}/transitions.md]({folder}/transitions.md)" in part
+    chart, family = revision_chart(revision), describe_chart()
+    assert (
+        f"the chart draws {len(chart.states)} of the family's {len(family.states)} states and "
+        f"{len(chart.edges)} of its {len(family.edges)} transitions" in part
+    )
+    for order in HandoffOrder:
+        space = chart_space(order, compiled_chart(revision))
+        assert f"{space.states} chart states and {space.steps} steps for `{order.value}`" in part
+
+
+def test_only_the_a976b2bf_part_shows_the_decode_phase_cancel_side_by_side() -> None:
+    figure = "(decode_cancel_by_revision.svg)"
+    assert figure not in _revision_part(Revision.SEED)
+    part = _revision_part(Revision.A976B2BF)
+    assert figure in part
+    for run in decode_cancel_runs():
+        row = f"| `{run.revision.value}` | {run.after_success} | {run.destination} | "
+        assert row in part
+        assert f"({run.revision.value}/lifecycle_decode_cancel.jsonl)" in part
+    # What is only in a976b2bf is named there, read off the two revisions' charts.
+    assert "Only in `a976b2bf`: the states `decoding`, `canceling_decode`" in part
+    assert "Only in `seed`: the transition `active → complete`" in _revision_part(Revision.SEED)
+    # The diff of the two revisions follows the revisions' own parts.
+    review = review_markdown()
+    assert review.index("### 8.2. `a976b2bf`") < review.index("### 8.3. `seed` → `a976b2bf`")
+
+
 def test_the_lost_message_section_names_every_stall_with_its_shortest_trace() -> None:
-    section = review_markdown().split("## 10. One lost message", 1)[1]
+    section = review_markdown().split("## 9. One lost message", 1)[1]
     reports = loss_reports()
     for revision, order_reports in reports.items():
         for report in order_reports:

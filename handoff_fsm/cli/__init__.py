@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         "diagrams",
         help="render the statechart, tables and lifecycle diagrams into OUTDIR",
         description="Write the statechart (DOT, SVG, PNG, Mermaid), transition tables and "
-        "lifecycle sequence diagrams into OUTDIR, deterministically.",
+        "lifecycle sequence diagrams into OUTDIR, deterministically; each protocol revision's "
+        "own chart, tables and simulated decode-phase cancel go into OUTDIR/<revision>/.",
     )
     diagrams.add_argument(
         "outdir",

@@ -21,23 +21,17 @@ above.
 
 from __future__ import annotations
 
-import ast
-import re
 import textwrap
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from handoff_fsm.chart import REVISION_GUARDS, HandoffChart
-from handoff_fsm.diagrams.model import (
-    ChartModel,
-    Edge,
-    StateKind,
-    describe_chart,
-    word_guard,
-)
-from handoff_fsm.model import Revision, checked_revision
+from handoff_fsm.diagrams import revisions
+
+revision_chart = revisions.revision_chart
+"""`handoff-fsm diff` describes each side's chart with ``chartdiff.revision_chart`` (in the
+package of any git revision), so the name stays here; the rule is :mod:`.revisions`'."""
 
 Chart = Mapping[str, Any]
 """A chart as plain data (``dataclasses.asdict`` of a ``ChartModel``, enums as values)."""
@@ -626,102 +620,3 @@ def _label_lines(edge: Mapping[str, Any]) -> list[str]:
 def chart_diff_dot(diff: ChartDiff, title: str) -> str:
     """The union of both charts as DOT, coloured by status, with a legend (deterministic)."""
     return _Picture(diff, title).render()
-
-
-# ---------------------------------------------------------------------- one revision's chart
-
-
-def revision_chart(
-    revision: Revision | str | None = None, chart: type[HandoffChart] = HandoffChart
-) -> ChartModel:
-    """The chart as one protocol revision runs it: its revision guards decided.
-
-    The chart holds every revision at once (:data:`~handoff_fsm.chart.REVISION_GUARDS`
-    are guards on the declared ``revision`` field). Here each such guard is replaced
-    by its value for ``revision`` (default: the seed): a transition whose guard becomes
-    false is dropped, what remains of a guard is worded again, and states no
-    transition can reach any more (with their transitions) are left out. The
-    structural diff of two revisions compares these.
-    """
-    chosen = checked_revision(revision if revision is not None else Revision.SEED)
-    values = {name: chosen in revisions for name, revisions in REVISION_GUARDS.items()}
-    model = describe_chart(chart)
-    edges: list[Edge] = []
-    for edge in model.edges:
-        if edge.guard is None:
-            edges.append(edge)
-            continue
-        decided = _decide(ast.parse(_python(edge.guard.expression), mode="eval").body, values)
-        if decided is False:
-            continue
-        guard = None if decided is True else word_guard(ast.unparse(decided), model)
-        edges.append(replace(edge, guard=guard))
-    reachable = _reachable(model, edges)
-    states = tuple(
-        replace(state, children=tuple(c for c in state.children if c in reachable))
-        for state in model.states
-        if state.id in reachable
-    )
-    kept = [e for e in edges if e.source in reachable and e.target in reachable]
-    return replace(
-        model,
-        states=states,
-        edges=tuple(replace(edge, index=index) for index, edge in enumerate(kept)),
-        top_level=tuple(s for s in model.top_level if s in reachable),
-    )
-
-
-def _python(expression: str) -> str:
-    """python-statemachine's ``!`` as Python's ``not``."""
-    return re.sub(r"!(?!=)", "not ", expression)
-
-
-def _decide(node: ast.expr, values: Mapping[str, bool]) -> ast.expr | bool:
-    """``node`` with the names in ``values`` replaced and the result simplified."""
-    if isinstance(node, ast.Name) and node.id in values:
-        return values[node.id]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        operand = _decide(node.operand, values)
-        return (not operand) if isinstance(operand, bool) else ast.UnaryOp(ast.Not(), operand)
-    if isinstance(node, ast.BoolOp):
-        conjunction = isinstance(node.op, ast.And)
-        parts: list[ast.expr] = []
-        for value in node.values:
-            decided = _decide(value, values)
-            if decided is (not conjunction):
-                return not conjunction  # False in an `and`, True in an `or`
-            if not isinstance(decided, bool):
-                parts.append(decided)
-        if not parts:
-            return conjunction
-        return parts[0] if len(parts) == 1 else ast.BoolOp(node.op, parts)
-    return node
-
-
-def _reachable(model: ChartModel, edges: list[Edge]) -> set[str]:
-    """States some run can enter: from the initial state, through ``edges`` and entry rules."""
-    reached: set[str] = set()
-
-    def enter(state_id: str) -> None:
-        if state_id in reached:
-            return
-        reached.add(state_id)
-        state = model.state(state_id)
-        if state.parent is not None:
-            enter(state.parent)
-        children = model.children(state_id)
-        if state.kind is StateKind.PARALLEL:
-            for child in children:
-                enter(child.id)
-        elif children:
-            enter(next((c for c in children if c.initial), children[0]).id)
-
-    enter(model.initial)
-    grew = True
-    while grew:
-        before = len(reached)
-        for edge in edges:
-            if edge.source in reached:
-                enter(edge.target)
-        grew = len(reached) != before
-    return reached

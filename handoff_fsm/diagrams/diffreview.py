@@ -14,6 +14,7 @@ structural diff is listed and drawn in three colours
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
@@ -352,20 +353,29 @@ def _change_lines(report: DiffReport, level: int) -> list[str]:
 
 
 def revisions_markdown(
-    number: int, *, against: str | None = None, cwd: Path | None = None
+    number: int,
+    *,
+    revisions: Sequence[tuple[str, list[str]]] = (),
+    against: str | None = None,
+    cwd: Path | None = None,
 ) -> list[str]:
-    """The review's "Revisions" section: every revision against the seed, and optionally
-    the working tree against a git revision (``handoff-fsm review --against git:REV``)."""
+    """The review's "Revisions" section: ``revisions`` (each one's title and body, written by
+    the review), then every revision against the seed, and optionally the working tree
+    against a git revision (``handoff-fsm review --against git:REV``)."""
     out = [
         f"## {number}. {REVISIONS_HEADING}",
         "",
-        'The protocol revisions this package offers (README, "Protocol revisions"), each '
-        "compared with the seed by `handoff-fsm diff`: both coordinators are given the same "
+        'The protocol revisions this package offers (README, "Protocol revisions"): each '
+        "one's own chart, size and invariants, then each compared with the seed by "
+        "`handoff-fsm diff`: both coordinators are given the same "
         "inputs (the input classes of `handoff-fsm check`) in every pair of states they reach "
         "together, breadth-first, and their replies compared as `handoff-fsm replay` prints "
         "them. Each kind of difference is shown by its shortest trace.",
         "",
     ]
+    index = 0
+    for index, (title, body) in enumerate(revisions, start=1):
+        out += [f"### {number}.{index}. {title}", "", *body]
     reports = revision_reports()
     if not reports:
         out += [
@@ -373,16 +383,16 @@ def revisions_markdown(
             "compare it with.",
             "",
         ]
-    for index, report in enumerate(reports, start=1):
+    for offset, report in enumerate(reports, start=index + 1):
         out += [
-            f"### {number}.{index}. `{report.a}` → `{report.b}`",
+            f"### {number}.{offset}. `{report.a}` → `{report.b}`",
             "",
             *_change_lines(report, 3),
         ]
     if against is not None:
         report = diff(against, "worktree", cwd=cwd, charts=True)
         out += [
-            f"### {number}.{len(reports) + 1}. The working tree against `{against}`",
+            f"### {number}.{index + len(reports) + 1}. The working tree against `{against}`",
             "",
             f"`handoff-fsm review --against {against}`: the files of this working tree (B) "
             f"against the project committed at `{against.removeprefix('git:')}` (A).",

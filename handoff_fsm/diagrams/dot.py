@@ -159,7 +159,7 @@ class _Writer:
         aside; the title is the label of a borderless cluster holding the chart.
         """
         model = self.model
-        title = self.hl.title if self.hl is not None and self.hl.title else model.name
+        title = self.hl.title if self.hl is not None and self.hl.title else model.title
         g = graphviz.Digraph(
             model.name,
             graph_attr={

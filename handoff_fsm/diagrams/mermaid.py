@@ -76,13 +76,16 @@ def regions_can_nest(model: ChartModel) -> bool:
 def statechart_mermaid(model: ChartModel) -> str:
     """The chart as Mermaid ``stateDiagram-v2`` source (deterministic)."""
     nest = regions_can_nest(model)
+    source = f"handoff_fsm.chart.{model.name}"
+    if model.revision is not None:
+        source += f" as revision {model.revision.value} runs it"
     out = [
         "---",
-        f"title: {model.name}",
+        f"title: {model.title}",
         "---",
         "stateDiagram-v2",
         f"{_INDENT}direction LR",
-        f"{_INDENT}%% Generated from handoff_fsm.chart.{model.name} by `handoff-fsm diagrams`;",
+        f"{_INDENT}%% Generated from {source} by `handoff-fsm diagrams`;",
         f"{_INDENT}%% do not edit. {_WORKAROUND[nest]}",
         f"{_INDENT}classDef final stroke-width:3px",
         f"{_INDENT}[*] --> {model.initial}",

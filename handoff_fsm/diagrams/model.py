@@ -20,7 +20,7 @@ from typing import Any
 
 from handoff_fsm.chart import REJECTIONS, REVISION_GUARDS, VALIDATORS, HandoffChart
 from handoff_fsm.errors import HandoffErrorCode
-from handoff_fsm.model import ACTION_TYPES, HandoffCompletion
+from handoff_fsm.model import ACTION_TYPES, HandoffCompletion, Revision
 
 _ACTION_NAMES = frozenset(action.__name__ for action in ACTION_TYPES)
 _ISSUE_PREFIX = "issue_"
@@ -98,7 +98,9 @@ class Edge:
     """One declared transition (one ``a.to(b, ...)``), with everything a picture shows."""
 
     index: int
-    """Position in :attr:`ChartModel.edges` (document order); stable across renders."""
+    """Position among the chart's declared transitions (document order); stable across
+    renders. A revision's chart (:mod:`~handoff_fsm.diagrams.revisions`) keeps the numbers
+    of the transitions it keeps, so they still name the declared transition."""
     source: str
     target: str
     kind: EdgeKind
@@ -134,6 +136,16 @@ class ChartModel:
     """Ids of the chart's top-level states, in order."""
     initial: str
     """The chart's initial top-level state."""
+    revision: Revision | None = None
+    """``None`` for the chart family (every revision); else the one revision it shows
+    (:func:`~handoff_fsm.diagrams.revisions.revision_chart`)."""
+
+    @property
+    def title(self) -> str:
+        """What the chart is called in its pictures and tables."""
+        if self.revision is None:
+            return self.name
+        return f"{self.name}, revision {self.revision.value}"
 
     def state(self, state_id: str) -> StateNode:
         for state in self.states:

@@ -6,6 +6,11 @@ from the code when the review is written: the chart's structure (the
 the scripted lifecycles (real coordinator runs), the conformance
 expectations, the error-code table, the exhaustive exploration
 (:func:`handoff_fsm.verify.exploration.explore`) and the improvements text README shows.
+Each protocol revision gets its own part: its chart and transition table
+(:mod:`~handoff_fsm.diagrams.revisions`), its size, the invariants it promises
+as its exploration judged them, and for ``a976b2bf`` a simulated request
+canceled while decoding under each revision, side by side
+(:mod:`~handoff_fsm.diagrams.decode_cancel`).
 Nothing is timed and nothing is dated, so the same code gives the same bytes.
 Links point at files ``handoff-fsm diagrams`` writes into the review's folder.
 """
@@ -20,6 +25,9 @@ from typing import Final
 from handoff_fsm.chart import REJECTIONS
 from handoff_fsm.conformance import expected_normalized_handoff
 from handoff_fsm.diagrams.codes import error_conditions
+from handoff_fsm.diagrams.decode_cancel import NAME as DECODE_CANCEL
+from handoff_fsm.diagrams.decode_cancel import TITLE as DECODE_CANCEL_TITLE
+from handoff_fsm.diagrams.decode_cancel import DecodeCancelRun, decode_cancel_runs, simulate_command
 from handoff_fsm.diagrams.diffreview import revisions_markdown
 from handoff_fsm.diagrams.improvements import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN
 from handoff_fsm.diagrams.invariant_table import invariants_markdown
@@ -28,6 +36,7 @@ from handoff_fsm.diagrams.loss_table import losses_markdown
 from handoff_fsm.diagrams.mermaid import statechart_mermaid
 from handoff_fsm.diagrams.model import ChartModel, describe_chart
 from handoff_fsm.diagrams.provenance import Provenance, provenance
+from handoff_fsm.diagrams.revisions import revision_chart
 from handoff_fsm.diagrams.scenarios import ScenarioRun, scenario_runs
 from handoff_fsm.diagrams.sequence import sequence_mermaid
 from handoff_fsm.diagrams.tables import inputs_markdown, transition_tables_markdown
@@ -46,10 +55,26 @@ NORMALIZED_EVENTS: Final[dict[str, NormalizedHandoffEvent]] = {
 }
 """Which chart event the endpoints observe as which normalized lifecycle step."""
 _COMPLETED_ACTION: Final = "Complete"
+TABLES_NAME: Final = "transitions.md"
+SIDE_BY_SIDE_FILE: Final = f"{DECODE_CANCEL}_by_revision.svg"
+"""The decode-phase cancel under every revision, side by side (at the top of the folder)."""
 
 
-def statechart_file(suffix: str) -> str:
-    return f"statechart.{suffix}"
+def _folder(revision: Revision | None) -> str:
+    """Where a revision's own files go (``seed/``); the chart family's stay at the top."""
+    return "" if revision is None else f"{revision.value}/"
+
+
+def statechart_file(suffix: str, revision: Revision | None = None) -> str:
+    return f"{_folder(revision)}statechart.{suffix}"
+
+
+def tables_file(revision: Revision | None = None) -> str:
+    return f"{_folder(revision)}{TABLES_NAME}"
+
+
+def decode_cancel_file(revision: Revision, suffix: str) -> str:
+    return f"{_folder(revision)}lifecycle_{DECODE_CANCEL}.{suffix}"
 
 
 def lifecycle_file(run: ScenarioRun, suffix: str) -> str:
@@ -275,43 +300,46 @@ def _improvements_section() -> list[str]:
     ]
 
 
-def _space_section(reports: tuple[ExplorationReport, ...]) -> list[str]:
-    spaces = [chart_space(order) for order in HandoffOrder]
+def _space_section(reports: dict[Revision, tuple[ExplorationReport, ...]]) -> list[str]:
     out = [
         "## 7. State space",
         "",
         "### The chart",
         "",
-        "From the compiled chart (`engines.compiled.compiled_chart()`): python-statemachine "
-        "ran every input event in every reachable chart state once. A chart state is an active "
-        "configuration plus the declared fields guards read (order, which owners were "
-        "engaged, completion).",
+        "From each revision's compiled chart (`engines.compiled.compiled_chart(revision)`): "
+        "python-statemachine ran every input event in every reachable chart state once. A "
+        "chart state is an active configuration plus the declared fields guards read (order, "
+        "revision, which owners were engaged, completion).",
         "",
-        "| Order | Chart states | Configurations | Steps | of which rejecting "
+        "| Revision | Order | Chart states | Configurations | Steps | of which rejecting "
         "| completing Success | completing Canceled | Shortest Success | Shortest Canceled |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     success, canceled = HandoffCompletion.SUCCESS, HandoffCompletion.CANCELED
-    for space in spaces:
-        out.append(
-            f"| `{space.order.value}` | {space.states} | {space.configurations} | "
-            f"{space.steps} | {space.rejecting} | {space.completing[success]} | "
-            f"{space.completing[canceled]} | {_inputs(space.shortest[success])} | "
-            f"{_inputs(space.shortest[canceled])} |"
-        )
+    for revision in Revision:
+        for order in HandoffOrder:
+            space = chart_space(order, compiled_chart(revision))
+            out.append(
+                f"| `{revision.value}` | `{space.order.value}` | {space.states} | "
+                f"{space.configurations} | {space.steps} | {space.rejecting} | "
+                f"{space.completing[success]} | {space.completing[canceled]} | "
+                f"{_inputs(space.shortest[success])} | {_inputs(space.shortest[canceled])} |"
+            )
     out += [
         "",
         "### The coordinator, explored",
         "",
-        "From `handoff-fsm check` (`explore.explore(order)`): breadth-first over every "
-        "reachable coordinator state (snapshot plus what an observer must remember), giving "
-        "every input class in every state and judging every invariant.",
+        "From `handoff-fsm check --revision R` (`explore.explore(order, revision=R)`): "
+        "breadth-first over every reachable coordinator state (snapshot plus what an observer "
+        "must remember), giving every input class in every state and judging every invariant "
+        "the revision promises (section 8).",
         "",
-        "| Order | States | Inputs tried | Rejected | Max depth | Invariants held "
+        "| Revision | Order | States | Inputs tried | Rejected | Max depth | Invariants held "
         "| Chart states covered | Steps covered | Transitions covered | Verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for report in reports:
+    every = [report for revision in Revision for report in reports[revision]]
+    for report in every:
         held = sum(1 for verdict in report.verdicts if verdict.holds)
         figures = report.coverage.figures([report.order]) if report.coverage else {}
         covered = [
@@ -320,18 +348,19 @@ def _space_section(reports: tuple[ExplorationReport, ...]) -> list[str]:
         ]
         verdict = "ok" if report.ok else f"**{len(report.violations)} violations**"
         out.append(
-            f"| `{report.order.value}` | {report.states} | {report.transitions} | "
-            f"{report.rejected} | {report.max_depth} | {held}/{len(report.verdicts)} | "
-            f"{' | '.join(covered)} | {verdict} |"
+            f"| `{report.revision.value}` | `{report.order.value}` | {report.states} | "
+            f"{report.transitions} | {report.rejected} | {report.max_depth} | "
+            f"{held}/{len(report.verdicts)} | {' | '.join(covered)} | {verdict} |"
         )
     out.append("")
-    compiled = compiled_chart()
-    for report in reports:
+    for report in every:
+        compiled = compiled_chart(report.revision)
+        which = f"`{report.revision.value}` `{report.order.value}`"
         figures = report.coverage.figures([report.order]) if report.coverage else {}
         uncovered = figures.get("uncovered_transitions", [])
         if uncovered:
             listed = "; ".join(f"`{t}`" for t in uncovered)
-            out += [f"Transitions no `{report.order.value}` input fires: {listed}.", ""]
+            out += [f"Transitions no {which} input fires: {listed}.", ""]
         untaken = figures.get("untaken_steps", [])
         if untaken:
             listed = "; ".join(
@@ -339,22 +368,25 @@ def _space_section(reports: tuple[ExplorationReport, ...]) -> list[str]:
                 for index, event in untaken
             )
             out += [
-                f"Chart steps no `{report.order.value}` input reaches (the compiler sends every "
-                f"event in every chart state; the journal never lets these through): {listed}.",
+                f"Chart steps no {which} input reaches (the compiler sends every event in every "
+                f"chart state; the journal never lets these through): {listed}.",
                 "",
             ]
         for violation in report.violations:
-            out.append(f"- `{report.order.value}` violation: {violation}")
+            out.append(f"- {which} violation: {violation}")
     return out
 
 
 @cache
-def explorations() -> tuple[ExplorationReport, ...]:
-    """``explore(order)`` for every order, run once per process (about a second)."""
-    return tuple(explore(order) for order in HandoffOrder)
+def explorations() -> dict[Revision, tuple[ExplorationReport, ...]]:
+    """``explore(order, revision=R)`` for every revision and order, once per process."""
+    return {
+        revision: tuple(explore(order, revision=revision) for order in HandoffOrder)
+        for revision in Revision
+    }
 
 
-# ---------------------------------------------------------------------- the document
+# ---------------------------------------------------------------------- revisions
 
 
 @cache
@@ -366,12 +398,117 @@ def loss_reports() -> dict[Revision, tuple[LossReport, ...]]:
     }
 
 
-def _invariants_section(reports: tuple[ExplorationReport, ...]) -> list[str]:
-    return ["## 9. Invariants", "", *invariants_markdown(reports)]
+def _files(revision: Revision) -> str:
+    chart = " · ".join(
+        f"[{label}]({statechart_file(suffix, revision)})"
+        for label, suffix in (("SVG", "svg"), ("PNG", "png"), ("DOT", "dot"), ("Mermaid", "mmd"))
+    )
+    return f"its chart {chart}; its transitions [{tables_file(revision)}]({tables_file(revision)})"
+
+
+def _only_here(revision: Revision) -> list[str]:
+    """What this revision's chart has that no other revision's has (states, transitions)."""
+    mine = revision_chart(revision)
+    others = [revision_chart(other) for other in Revision if other is not revision]
+    states = [
+        f"`{s.id}`"
+        for s in mine.states
+        if all(s.id not in {o.id for o in other.states} for other in others)
+    ]
+    edges = [
+        edge
+        for edge in mine.edges
+        if all(edge.index not in {e.index for e in other.edges} for other in others)
+    ]
+    words = [
+        f"`{edge.source} → {edge.target}`"
+        + (f" on `{edge.event_text}`" if edge.events else "")
+        + (f" [{edge.guard.text}]" if edge.guard is not None else "")
+        for edge in edges
+    ]
+    if not states and not words:
+        return []
+    parts = []
+    if states:
+        parts.append(f"the state{'s' if len(states) > 1 else ''} {', '.join(states)}")
+    if words:
+        parts.append(f"the transition{'s' if len(words) > 1 else ''} {'; '.join(words)}")
+    return [f"Only in `{revision.value}`: {' and '.join(parts)}.", ""]
+
+
+def _size_line(revision: Revision, reports: tuple[ExplorationReport, ...]) -> list[str]:
+    chart = revision_chart(revision)
+    family = describe_chart()
+    compiled = compiled_chart(revision)
+    steps = ", ".join(
+        f"{space.states} chart states and {space.steps} steps for `{space.order.value}`"
+        for space in (chart_space(order, compiled) for order in HandoffOrder)
+    )
+    explored = ", ".join(f"{r.states:,} coordinator states for `{r.order.value}`" for r in reports)
+    return [
+        f"**Size**: the chart draws {len(chart.states)} of the family's {len(family.states)} "
+        f"states and {len(chart.edges)} of its {len(family.edges)} transitions; compiled: "
+        f"{steps}; explored: {explored} (section 7).",
+        "",
+    ]
+
+
+def _decode_cancel_lines(runs: tuple[DecodeCancelRun, ...]) -> list[str]:
+    first = runs[0]
+    command = " ".join(simulate_command(first.revision))
+    out = [
+        "#### A request canceled while decoding",
+        "",
+        f"The same simulated handoff (coordinator `{first.coordinator}` of `handoff-fsm "
+        f"{command.replace(f'--revision {first.revision.value}', '--revision R')}`, one run "
+        "per revision) got a `Canceled` fact while its destination decoded the request, after "
+        "the handoff had completed with Success. Each revision's trace keeps that "
+        "coordinator's lines only; each drawing is drawn from its trace the one way "
+        "(`handoff-fsm lifecycle`).",
+        "",
+        f"![{DECODE_CANCEL_TITLE}]({SIDE_BY_SIDE_FILE})",
+        "",
+        "| Revision | What the coordinator did | The destination | The whole run | Files |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for run in runs:
+        files = " · ".join(
+            f"[{label}]({decode_cancel_file(run.revision, suffix)})"
+            for label, suffix in (("trace", "jsonl"), ("SVG", "svg"), ("Mermaid", "mmd"))
+        )
+        out.append(
+            f"| `{run.revision.value}` | {run.after_success} | {run.destination} | "
+            f"{'; '.join(run.totals)} | {files} |"
+        )
+    out.append("")
+    return out
+
+
+def _revision_body(
+    revision: Revision, reports: tuple[ExplorationReport, ...], family: ChartModel
+) -> list[str]:
+    out = [
+        f"Files: {_files(revision)}. The chart is the family of section 1 as `{revision.value}` "
+        "runs it, read off its compiled table: states no run enters and transitions no run "
+        "takes are left out, and the parts of a guard that are the same in every chart state "
+        "it reaches are decided, not written.",
+        "",
+        *_size_line(revision, reports),
+        *_only_here(revision),
+        "#### Invariants",
+        "",
+        *invariants_markdown(reports),
+    ]
+    if revision is Revision.A976B2BF:
+        out += _decode_cancel_lines(decode_cancel_runs())
+    return out
 
 
 def _losses_section(model: ChartModel) -> list[str]:
-    return ["## 10. One lost message", "", *losses_markdown(model, loss_reports())]
+    return ["## 9. One lost message", "", *losses_markdown(model, loss_reports())]
+
+
+# ---------------------------------------------------------------------- the document
 
 
 def review_markdown(
@@ -391,6 +528,10 @@ def review_markdown(
     stamp = stamp or provenance(model)
     runs = scenario_runs()
     reports = explorations()
+    revisions = [
+        (f"`{revision.value}`", _revision_body(revision, reports[revision], model))
+        for revision in Revision
+    ]
     out = [
         "# Design review: the prefill-to-decode handoff statechart",
         "",
@@ -410,8 +551,7 @@ def review_markdown(
         "6. [Improvements over the reference](#6-improvements-over-the-reference)",
         "7. [State space](#7-state-space)",
         "8. [Revisions](#8-revisions)",
-        "9. [Invariants](#9-invariants)",
-        "10. [One lost message](#10-one-lost-message)",
+        "9. [One lost message](#9-one-lost-message)",
         "",
         *_statechart_section(model),
         *_tables_section(model),
@@ -421,8 +561,7 @@ def review_markdown(
         *_improvements_section(),
         *_space_section(reports),
         "",
-        *revisions_markdown(8, against=against),
-        *_invariants_section(reports),
+        *revisions_markdown(8, revisions=revisions, against=against),
         *_losses_section(model),
     ]
     return "\n".join(out).rstrip("\n") + "\n"

@@ -6,7 +6,9 @@ words. Graphviz has no sequence diagrams, so :func:`sequence_dot` places
 everything itself (a time column when the trace has times, one column per
 participant, one row per message, a legend under the lifelines) and is drawn
 with ``neato -n2`` (:func:`render_sequence`), which keeps the given positions:
-the layout is arithmetic, hence identical on every run. The DOT is built with
+the layout is arithmetic, hence identical on every run. A :class:`Geometry` only
+sets how much room it takes (:data:`COMPACT` for two drawings side by side at a
+web page's width); the words and marks are the same. The DOT is built with
 ``graphviz.Digraph``; label text is escaped in
 :mod:`~handoff_fsm.diagrams.labels`, Mermaid text in
 :func:`~handoff_fsm.diagrams.mermaid.mermaid_text`.
@@ -15,6 +17,7 @@ the layout is arithmetic, hence identical on every run. The DOT is built with
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from typing import Any, Final
 
 import graphviz
@@ -54,6 +57,24 @@ _ARROWS: Final = {
 }
 _DASHED: Final = frozenset({MessageKind.OUTCOME, MessageKind.MISSING})
 _IN_RED: Final = frozenset({MessageKind.REJECTED, MessageKind.MISSING})
+
+
+@dataclass(frozen=True, slots=True)
+class Geometry:
+    """How much room a drawing takes; the words and marks are the same in every geometry."""
+
+    column: float = _COLUMN
+    """Points between two lifelines."""
+    lifeline_width: float = 1.4
+    """Width of a lifeline's head and foot boxes, in inches."""
+    subtitle_chars: int = 120
+    """Characters of the subtitle per line."""
+    legend_columns: int = 2
+
+
+REGULAR: Final = Geometry()
+COMPACT: Final = Geometry(column=100.0, lifeline_width=1.1, subtitle_chars=72, legend_columns=1)
+"""Narrow enough that two drawings side by side still read at a web page's width."""
 
 
 def message_text(message: Message) -> str:
@@ -116,14 +137,15 @@ def _markdown_text(value: str) -> str:
 class _Layout:
     """Where things go, in points (y grows upwards, as in Graphviz)."""
 
-    def __init__(self, lifecycle: Lifecycle) -> None:
+    def __init__(self, lifecycle: Lifecycle, geometry: Geometry) -> None:
+        self.geometry = geometry
         self.left = _LEFT + (_TIME_COLUMN if lifecycle.timed else 0.0)
         self.rows = len(lifecycle.messages)
         self.top = (self.rows + 2) * _ROW + _HEAD
         self.legend_y = -_ROW * 1.4
 
     def x(self, participant: Any) -> float:
-        return self.left + PARTICIPANTS.index(participant) * _COLUMN
+        return self.left + PARTICIPANTS.index(participant) * self.geometry.column
 
     def y(self, row: int) -> float:
         return self.top - _HEAD / 2 - row * _ROW
@@ -198,7 +220,7 @@ def _lifelines(g: Any, layout: _Layout) -> None:
                 style="rounded,filled",
                 fillcolor="#eef5fc",
                 color=_MUTED,
-                width="1.4",
+                width=f"{layout.geometry.lifeline_width:g}",
                 height="0.4",
                 pos=_pos(x, y),
             )
@@ -279,8 +301,9 @@ def _legend(g: Any, layout: _Layout) -> None:
     """What each kind of mark means, in rows of two under the lifelines."""
     for index, (kind, words) in enumerate(_LEGEND):
         name = f"legend_{kind.value}"
-        x = layout.x(PARTICIPANTS[0]) - 40 + (index % 2) * 2 * _COLUMN
-        y = layout.legend_y - (index // 2) * 18
+        columns = layout.geometry.legend_columns
+        x = layout.x(PARTICIPANTS[0]) - 40 + (index % columns) * 2 * layout.geometry.column
+        y = layout.legend_y - (index // columns) * 18
         if kind is MessageKind.STATE:
             _note(g, name, "state", x + 17, y)
         else:
@@ -303,10 +326,10 @@ def _legend(g: Any, layout: _Layout) -> None:
         )
 
 
-def sequence_dot(lifecycle: Lifecycle) -> str:
+def sequence_dot(lifecycle: Lifecycle, geometry: Geometry = REGULAR) -> str:
     """The lifecycle as DOT with fixed positions (draw it with :func:`render_sequence`)."""
-    layout = _Layout(lifecycle)
-    lines = textwrap.wrap(lifecycle.subtitle, width=120)
+    layout = _Layout(lifecycle, geometry)
+    lines = textwrap.wrap(lifecycle.subtitle, width=geometry.subtitle_chars)
     subtitle = '<br align="left"/>'.join(text(line) for line in lines) + '<br align="left"/>'
     g = graphviz.Digraph(
         "lifecycle",
@@ -343,9 +366,11 @@ def sequence_dot(lifecycle: Lifecycle) -> str:
     return source
 
 
-def render_sequence(lifecycle: Lifecycle, fmt: Format = "svg") -> bytes:
+def render_sequence(
+    lifecycle: Lifecycle, fmt: Format = "svg", geometry: Geometry = REGULAR
+) -> bytes:
     """Draw :func:`sequence_dot` with ``neato -n2`` (the positions it gives, unchanged)."""
-    return render(sequence_dot(lifecycle), fmt, engine="neato", neato_no_op=2)
+    return render(sequence_dot(lifecycle, geometry), fmt, engine="neato", neato_no_op=2)
 
 
 # ---------------------------------------------------------------------- files
