@@ -55,6 +55,8 @@ class HandoffErrorCode(StrEnum):
     UNKNOWN_COORDINATOR = "unknown_coordinator"
     FORGOTTEN_COORDINATOR = "forgotten_coordinator"
     LINE_TOO_LONG = "line_too_long"
+    INVALID_TIME = "invalid_time"
+    TIME_WENT_BACKWARDS = "time_went_backwards"
     # Behavioural diff (handoff-fsm diff).
     UNKNOWN_DIFF_SIDE = "unknown_diff_side"
     DIFF_SIDE_FAILED = "diff_side_failed"
@@ -168,6 +170,8 @@ _ERROR_CLASS: dict[HandoffErrorCode, type[HandoffError]] = {
             HandoffErrorCode.UNKNOWN_COORDINATOR,
             HandoffErrorCode.FORGOTTEN_COORDINATOR,
             HandoffErrorCode.LINE_TOO_LONG,
+            HandoffErrorCode.INVALID_TIME,
+            HandoffErrorCode.TIME_WENT_BACKWARDS,
         ),
         TraceError,
     ),

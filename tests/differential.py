@@ -17,7 +17,8 @@ explicitly or not). Walks that name revisions also send invalid revision names
 and values, and keep successful a976b2bf handoffs around for the terminal facts
 that reopen their cleanup; every walk sends timings whose scheduled delay
 overflows (destination-missing tokens far beyond the prompt at a tiny bandwidth)
-and timings with ``state_bytes``.
+and timings with ``state_bytes``. With ``times=True`` the same walk's lines carry
+``at_ms``, good and bad (README, Trace replay, Times).
 
 Run it by hand for a long walk:
 ``python -m tests.differential --steps 100000 --seed 7 --revision a976b2bf``.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import struct
 import subprocess
@@ -226,10 +228,41 @@ def _revision_key(rng: random.Random, revision: WalkRevision) -> tuple[str, dict
     return "seed", ({"revision": "seed"} if rng.random() < 0.5 else {})
 
 
+_BAD_TIMES: list[Any] = [-1.0, -1e-300, math.nan, math.inf, -math.inf, "5", True, None, [1]]
+"""``at_ms`` values replay refuses whatever the clock (``invalid_input``, ``invalid_time``)."""
+
+
+class _Clock:
+    """Times for a walk's lines (``times=True``): mostly moving forward, some equal, some
+    going back, some not times at all, some lines without one. Drawn from a random
+    generator of its own, so walks without times are what they always were."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(f"{seed}/times")
+        self.now = 0.0
+
+    def stamp(self, op: dict[str, Any]) -> dict[str, Any]:
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.2:
+            return op
+        if roll < 0.9:
+            self.now += rng.choice([0.0, 0.0, 1e-9, 0.5, 3.0, 1e3])
+            at: Any = int(self.now) if self.now.is_integer() and rng.random() < 0.3 else self.now
+        elif roll < 0.95:
+            at = self.now - rng.choice([1e-9, 1.0, self.now])  # back (or -0.0, or equal)
+        else:
+            at = rng.choice(_BAD_TIMES)
+        return {"at_ms": at, **op}
+
+
 def random_trace(
-    steps: int, seed: int, live: int = 8, revision: WalkRevision = "seed"
+    steps: int, seed: int, live: int = 8, revision: WalkRevision = "seed", *, times: bool = False
 ) -> list[str]:
-    """A reactive random walk of ``steps`` trace lines over ``live`` interleaved handoffs."""
+    """A reactive random walk of ``steps`` trace lines over ``live`` interleaved handoffs.
+
+    ``times``: the walk's lines carry ``at_ms`` (see :class:`_Clock`).
+    """
     if revision not in WALK_REVISIONS:
         raise ValueError(f"revision must be one of {WALK_REVISIONS}, not {revision!r}")
     rng = random.Random(seed)
@@ -238,9 +271,10 @@ def random_trace(
     handoffs: list[_Handoff] = []
     handoff_ids: list[str] = [str(uuid.UUID(int=rng.getrandbits(128)))]
     serial = 0
+    clock = _Clock(seed) if times else None
 
     def emit(op: dict[str, Any]) -> dict[str, Any]:
-        line = json.dumps(op)
+        line = json.dumps(op if clock is None else clock.stamp(op))
         lines.append(line)
         return replayer.reply(line, len(lines))
 
@@ -376,8 +410,11 @@ def main() -> int:
         default="seed",
         help="the revision every coordinator runs, or mixed per coordinator",
     )
+    parser.add_argument("--times", action="store_true", help="put at_ms on the lines")
     args = parser.parse_args()
-    trace = random_trace(args.steps, args.seed, live=args.live, revision=args.revision)
+    trace = random_trace(
+        args.steps, args.seed, live=args.live, revision=args.revision, times=args.times
+    )
     ours = list(replay(trace))
     theirs = run_oracle(build_oracle(), trace)
     problems = compare(trace, ours, theirs)

@@ -1,7 +1,7 @@
 """Hostile trace lines: every spelling a reader might get wrong, and random mutations.
 
 ``hostile_trace`` is a fixed trace that puts each questionable spelling of a
-handoff id, an integer and a float into every field of its kind, and mixes in
+handoff id, an integer and a float into every field of its kind (``at_ms`` too), and mixes in
 deep nesting, repeated keys, surrogates, byte-order marks and long values;
 ``mutated_trace`` corrupts a random walk's lines, as text and as JSON. Both are
 replayed by the library and the Rust oracle and must get the same replies
@@ -263,6 +263,12 @@ def hostile_trace() -> list[str]:
         + '", "order": "SourceFirst"}',
         probe,
     ]
+    # Times last (the lines above carry none): every number spelling as an `at_ms`, on a
+    # line that changes nothing; accepted ones move the clock, so later ones may go back.
+    for literal in NUMBER_LITERALS:
+        lines.append(_with(_line(coordinator="c1", op="start", at_ms="@@"), "@@", literal))
+        lines.append(_with(_line(coordinator="zz", op="start", at_ms="@@"), "@@", literal))
+    lines.append(probe)
     return lines
 
 

@@ -837,6 +837,9 @@ def test_every_rejected_call_leaves_the_coordinator_unchanged(engine: Engine) ->
             HandoffErrorCode.DUPLICATE_COORDINATOR,
             HandoffErrorCode.UNKNOWN_COORDINATOR,
             HandoffErrorCode.FORGOTTEN_COORDINATOR,
+            # a trace line's time (tests/test_replay_times.py)
+            HandoffErrorCode.INVALID_TIME,
+            HandoffErrorCode.TIME_WENT_BACKWARDS,
             # handoff-fsm diff's (tests/test_diff.py)
             HandoffErrorCode.UNKNOWN_DIFF_SIDE,
             HandoffErrorCode.DIFF_SIDE_FAILED,

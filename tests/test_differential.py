@@ -81,6 +81,20 @@ def _assert_the_walk_exercised_a976b2bf(trace: list[str], replies: list[str]) ->
     assert rejected_reservations >= 2, rejected_reservations
 
 
+@pytest.mark.parametrize(("revision", "seed"), [("seed", 21), ("mixed", 22)])
+def test_random_walks_with_times_match_the_reference(
+    oracle: Path, revision: WalkRevision, seed: int
+) -> None:
+    """The oracle's harness keeps the file's clock too: same codes for every bad time."""
+    trace = random_trace(20_000, seed, revision=revision, times=True)
+    ours = list(replay(trace))
+    problems = compare(trace, ours, run_oracle(oracle, trace))
+    assert problems == [], "\n".join(problems[:10])
+    codes = [json.loads(reply).get("error", {}).get("code") for reply in ours]
+    assert codes.count("invalid_time") > 50 and codes.count("time_went_backwards") > 50
+    assert sum('"at_ms": ' in line for line in trace) > 10_000
+
+
 @pytest.mark.parametrize(("revision", "seed"), [("seed", 11), ("a976b2bf", 12)])
 def test_the_statechart_engine_matches_the_reference_too(
     oracle: Path, revision: WalkRevision, seed: int

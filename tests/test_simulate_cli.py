@@ -18,9 +18,9 @@ from handoff_fsm.simulate import (
     AckFault,
     FaultPlan,
     ScriptedAck,
+    Simulation,
     SimulationConfig,
     TraceWriter,
-    simulate,
 )
 from handoff_fsm.simulate.summary import WALL_CLOCK_KEYS
 
@@ -122,12 +122,13 @@ def test_a_recorded_trace_replays_to_what_the_simulation_saw(
 
     replies: list[str] = []
     with open(tmp_path / "library.jsonl", "w", encoding="utf-8") as library_trace:
-        simulate(
-            SimulationConfig(
-                backend=Backend.VLLM, handoffs=300, seed=5, faults=FaultPlan.uniform(0.1)
-            ),
-            recorder=TraceWriter(library_trace, replies),
+        config = SimulationConfig(
+            backend=Backend.VLLM, handoffs=300, seed=5, faults=FaultPlan.uniform(0.1)
         )
+        simulation = Simulation(
+            config, recorder=TraceWriter(library_trace, replies, clock=lambda: simulation.now)
+        )
+        simulation.run()
     assert (tmp_path / "library.jsonl").read_bytes() == first
 
     replayed = tmp_path / "replayed.jsonl"

@@ -67,7 +67,8 @@ def cli_simulate(args: argparse.Namespace) -> int:
         on_progress = stack.enter_context(_progress_bar(config.handoffs)) if show_progress else None
         simulation = Simulation(
             config,
-            recorder=TraceWriter(trace) if trace is not None else None,
+            # each line carries the virtual time it was fed at (read while the run runs)
+            recorder=TraceWriter(trace, clock=lambda: simulation.now) if trace else None,
             on_progress=on_progress,
             progress_every=max(1, config.handoffs // 200),
         )

@@ -77,6 +77,10 @@ _DESCRIPTIONS: Final[dict[HandoffErrorCode, str]] = {
     "last `--remember` completions; replay kept only its key and completion.",
     _C.LINE_TOO_LONG: "A trace line is longer than `--max-line-bytes` (default 1 MiB); it is "
     "skipped unread.",
+    _C.INVALID_TIME: "A trace line's `at_ms` is negative, NaN or infinite (a number beyond f64 "
+    "is infinite); the line is skipped.",
+    _C.TIME_WENT_BACKWARDS: "A trace line's `at_ms` is less than the last time replay accepted "
+    "in the file (any coordinator's); the line is skipped.",
     _C.UNKNOWN_DIFF_SIDE: "A `handoff-fsm diff` side names no known revision or engine, or a "
     "git revision that does not exist or holds no `handoff_fsm` package.",
     _C.DIFF_SIDE_FAILED: "A diff side's process died or left the protocol, or the side answered "

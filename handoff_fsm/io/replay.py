@@ -3,8 +3,10 @@
 Rule kept here: every line gets exactly one reply, whatever it holds. A line is
 bounded (``max_line_bytes``, else ``line_too_long``), read by the one JSON reader
 (:mod:`handoff_fsm.io.jsontext`) and the one reader per scalar
-(:mod:`handoff_fsm.io.wire`), checked completely, then applied to the
-coordinator it names; every failure becomes an error reply, quoting at most a
+(:mod:`handoff_fsm.io.wire`), checked completely, its optional time (``at_ms``)
+checked last against the file's clock (:mod:`handoff_fsm.io.clock`), then
+applied to the coordinator it names (the time never changes what that does);
+every failure becomes an error reply, quoting at most a
 few dozen characters of the input, and replay goes on.
 
 Every line for a coordinator reaches that coordinator, also after it completed:
@@ -23,12 +25,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from functools import partial
 from typing import Any
 from uuid import UUID
 
 from handoff_fsm.coordinator import Engine, HandoffCoordinator
 from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
+from handoff_fsm.io.clock import TIME_KEY, TraceClock
 from handoff_fsm.io.jsontext import loads
 from handoff_fsm.io.ledger import RetiredKeys
 from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES, line_size
@@ -40,7 +44,9 @@ from handoff_fsm.io.wire import (
     u64_from_wire,
 )
 from handoff_fsm.model import (
+    HandoffActionOutcome,
     HandoffCompletion,
+    HandoffFact,
     HandoffOrder,
     IssuedHandoffAction,
     Revision,
@@ -68,6 +74,8 @@ _OP_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
     "fact": (_REQUIRED | {"fact"},),
     "outcome": (_REQUIRED | {"action_id", "outcome"},),
 }
+"""Every op may also carry ``"at_ms"`` (:mod:`handoff_fsm.io.clock`), checked apart."""
+_TIME_KEYS = frozenset({TIME_KEY})
 
 
 class _Live:
@@ -124,6 +132,11 @@ class TraceReplayer:
         """Final coordinators, oldest first (dicts keep insertion order), still answering."""
         self.retired = RetiredKeys()
         """Keys (and completions) of coordinators older than the last ``remember_completed``."""
+        self.clock = TraceClock()
+        """The file's last accepted ``at_ms`` (:mod:`handoff_fsm.io.clock`)."""
+        self.line_at_ms: float | None = None
+        """The accepted ``at_ms`` of the line last replied to (``None``: it had none, or it
+        was refused before or for its time). Replies never show it; drawings do."""
 
     def reply(self, line: str | bytes, line_number: int) -> dict[str, Any]:
         """The reply object for one trace line (never raises for bad input)."""
@@ -142,17 +155,18 @@ class TraceReplayer:
                 ),
             )
         key: str | None = None
+        self.line_at_ms = None
         try:
             op = loads(line)
             if type(op) is dict and type(op.get("coordinator")) is str:
                 key = op["coordinator"]
-            return self._apply(op, key)
+            return self._apply(op, key, line_number)
         except HandoffError as error:
             if error.code is HandoffErrorCode.INVALID_INPUT:
                 error.message = f"line {line_number}: {error.message}"
             return self._error_reply(key, error)
 
-    def _apply(self, op: Any, key: str | None) -> str:
+    def _apply(self, op: Any, key: str | None, line_number: int) -> str:
         if type(op) is not dict:
             raise _invalid(f"a trace line is a JSON object, got {type(op).__name__}")
         if key is None:
@@ -161,7 +175,10 @@ class TraceReplayer:
         shapes = _OP_SHAPES.get(name) if type(name) is str else None
         if shapes is None:
             raise _invalid(f'"op" must be one of {sorted(_OP_SHAPES)}, got {quoted(name)}')
-        keys = op.keys()
+        keys: AbstractSet[str] = op.keys()
+        timed = TIME_KEY in op
+        if timed:  # every line may carry its time
+            keys = keys - _TIME_KEYS
         if not any(keys == shape for shape in shapes):
             required, allowed = shapes[0], shapes[-1]
             missing = sorted(required - keys)
@@ -170,16 +187,28 @@ class TraceReplayer:
                 f"op {name!r}: missing keys {missing}, unknown keys [{', '.join(unknown)}"
                 f"{', ...' if len(keys - allowed) > 4 else ''}]"
             )
+        # Read the whole line, then its time, then act: a line refused while being read
+        # leaves the clock alone, and one refused for its time reaches no coordinator.
         if name == "new":
-            return self._new(key, op)
+            created = self._read_new(op)
+            if timed:
+                self.line_at_ms = self.clock.advance(op[TIME_KEY], line_number)
+            return self._new(key, *created)
+        action_id = None
+        value: HandoffFact | HandoffActionOutcome | None
         if name == "start":
-            return self._dispatch(key, None, None)
-        if name == "fact":
-            return self._dispatch(key, fact_from_wire(op["fact"]), None)
-        action_id = u64_from_wire(op["action_id"], "action_id")
-        return self._dispatch(key, outcome_from_wire(op["outcome"]), action_id)
+            value = None
+        elif name == "fact":
+            value = fact_from_wire(op["fact"])
+        else:
+            action_id = u64_from_wire(op["action_id"], "action_id")
+            value = outcome_from_wire(op["outcome"])
+        if timed:
+            self.line_at_ms = self.clock.advance(op[TIME_KEY], line_number)
+        return self._dispatch(key, value, action_id)
 
-    def _new(self, key: str, op: dict[str, Any]) -> str:
+    def _read_new(self, op: dict[str, Any]) -> tuple[UUID, HandoffOrder, float, Revision]:
+        """The values of a ``new`` line: handoff id, order, fallback and revision."""
         handoff_id = handoff_id_from_wire(op["handoff_id"])
         order = _ORDERS.get(op["order"]) if isinstance(op["order"], str) else None
         if order is None:
@@ -196,6 +225,16 @@ class TraceReplayer:
             if type(op["revision"]) is not str:
                 raise _invalid(f'"revision" must be a string, got {quoted(op["revision"])}')
             revision = checked_revision(op["revision"])
+        return handoff_id, order, fallback, revision
+
+    def _new(
+        self,
+        key: str,
+        handoff_id: UUID,
+        order: HandoffOrder,
+        fallback: float,
+        revision: Revision,
+    ) -> str:
         if key in self.live or key in self.completed or key in self.retired:
             raise handoff_error(
                 HandoffErrorCode.DUPLICATE_COORDINATOR, f"coordinator {quoted(key)} already exists"

@@ -3,11 +3,16 @@
 Rule kept here: a recorder sees each input *before* the coordinator does and
 each reply right after, in exactly the order the driver fed them, so a trace
 written here is a valid ``handoff-fsm replay`` input (docs/ARCHITECTURE.md §7) and the
-replies recorded here are, line for line, what replaying it must print.
+replies recorded here are, line for line, what replaying it must print. Given
+the run's clock, every line carries the virtual time its input reached the
+coordinator (``"at_ms"``, exact: the float as it is, which JSON writes and reads
+back bit for bit); the clock of a discrete-event run never goes back, so the
+times never decrease, as replay requires (:mod:`handoff_fsm.io.clock`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 from uuid import UUID
 
@@ -59,16 +64,31 @@ class TraceWriter:
 
     ``replies`` (if given) receives one JSON line per input, formatted as
     ``handoff-fsm replay`` formats its output, so a test can compare the two.
+    ``clock`` (if given) is the run's virtual time in ms, read as each input is
+    recorded and written as its ``"at_ms"``; a :class:`~handoff_fsm.simulate.Simulation`
+    is built with its recorder, so pass ``clock=lambda: simulation.now``.
     """
 
-    __slots__ = ("_replies", "_write")
+    __slots__ = ("_clock", "_replies", "_write")
 
-    def __init__(self, out: TextIO, replies: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        replies: list[str] | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self._write = out.write
         self._replies = replies
+        self._clock = clock
 
-    def _line(self, obj: dict[str, Any]) -> None:
-        self._write(dumps(obj))
+    def _line(self, key: str, op: str, fields: dict[str, Any] | None = None) -> None:
+        line: dict[str, Any] = {"coordinator": key, "op": op}
+        if self._clock is not None:
+            line["at_ms"] = self._clock()
+        if fields:
+            line |= fields
+        self._write(dumps(line))
         self._write("\n")
 
     def new(
@@ -79,33 +99,24 @@ class TraceWriter:
         fallback_ms: float,
         revision: Revision = Revision.SEED,
     ) -> None:
-        line: dict[str, object] = {
-            "coordinator": key,
-            "op": "new",
+        fields: dict[str, Any] = {
             "handoff_id": str(handoff_id),
             "order": order.value,
             "fallback_transfer_delay_ms": fallback_ms,
         }
         if revision is not Revision.SEED:
-            line["revision"] = revision.value
-        self._line(line)
+            fields["revision"] = revision.value
+        self._line(key, "new", fields)
         self.reply(key, [], False, None)
 
     def start(self, key: str) -> None:
-        self._line({"coordinator": key, "op": "start"})
+        self._line(key, "start")
 
     def fact(self, key: str, fact: HandoffFact) -> None:
-        self._line({"coordinator": key, "op": "fact", "fact": fact_to_wire(fact)})
+        self._line(key, "fact", {"fact": fact_to_wire(fact)})
 
     def outcome(self, key: str, action_id: int, outcome: HandoffActionOutcome) -> None:
-        self._line(
-            {
-                "coordinator": key,
-                "op": "outcome",
-                "action_id": action_id,
-                "outcome": outcome_to_wire(outcome),
-            }
-        )
+        self._line(key, "outcome", {"action_id": action_id, "outcome": outcome_to_wire(outcome)})
 
     def reply(
         self,

@@ -359,6 +359,34 @@ EXPECT["revisions"] = [
 ]
 EXAMPLE_RUNS = {"revisions": ("raw", "improved", "a976b2bf")}
 
+# ------------------------------------------------------------------ times ("at_ms")
+# Not the reference's: the harness's clock (README, Trace replay, Times). A time is
+# checked after the rest of the line, before any coordinator; only an accepted time
+# moves the clock, and a refused line changes nothing.
+EXPECT["times"] = [
+    "[]",  # clock 0
+    "0:SubmitPrefill",  # 1.5
+    "!time_went_backwards",  # 1 < 1.5: the acknowledgement is not applied ...
+    "[]",  # ... so it is here (equal times are fine)
+    "!invalid_time",  # negative
+    "!invalid_time",  # NaN
+    "!invalid_time",  # Infinity
+    "!invalid_time",  # 1e400 reads as infinity
+    "!invalid_input~at_ms",  # a string
+    "!invalid_input~at_ms",  # null
+    "!invalid_input~at_ms",  # a boolean
+    "!time_went_backwards",  # -0 is the time 0: before 1.5
+    "!unknown_coordinator",  # the time was fine: the clock is 5 now
+    "!time_went_backwards",  # 4 < 5 (no t2 was created by any line above)
+    "!invalid_revision",  # the line is read before its time is checked
+    "[]",  # no time: t2 is created whatever the clock
+    "!duplicate_coordinator",  # the time (5, equal) was accepted first
+    "!time_went_backwards",  # 4.999 < 5
+    "[]",  # clock 1e308
+    "!time_went_backwards",  # 2^64 < 1e308: t4 not created ...
+    "[]",  # ... so this creates it
+]
+
 NAMED = {
     "D_SF": D_SF,
     "D_DF": D_DF,

@@ -4,8 +4,9 @@
 //!
 //! Rule kept here: the harness owns I/O, the coordinator table, the choice of
 //! variant per coordinator (its `new` line's `"revision"`, else `--revision`)
-//! and the trace-level errors (`invalid_input`, `duplicate_coordinator`,
-//! `unknown_coordinator`, `invalid_revision`, `invalid_fallback`); every
+//! the trace-level errors (`invalid_input`, `duplicate_coordinator`,
+//! `unknown_coordinator`, `invalid_revision`, `invalid_fallback`) and the
+//! file's clock (`at_ms`: `invalid_time`, `time_went_backwards`); every
 //! handoff decision comes from the reference code. An error message the oracle
 //! cannot map to a code aborts the run (exit status 3) instead of guessing.
 //!
@@ -185,6 +186,8 @@ fn run(mut replay: Replay) -> Result<(), Fatal> {
 
 struct Replay {
     coordinators: HashMap<String, Box<dyn Coordinator>>,
+    /// The time of the last line whose `"at_ms"` was accepted (times never decrease).
+    clock: Option<f64>,
     /// `--raw`: every coordinator runs the reference as written.
     raw: bool,
     /// The revision of a `new` line that names none.
@@ -195,6 +198,7 @@ impl Replay {
     fn new(raw: bool, default_revision: Revision) -> Self {
         Self {
             coordinators: HashMap::new(),
+            clock: None,
             raw,
             default_revision,
         }
@@ -221,7 +225,11 @@ impl Replay {
                 return Ok(());
             }
         };
-        let Line { coordinator, op } = match trace::parse_line(&value) {
+        let Line {
+            coordinator,
+            op,
+            at_ms,
+        } = match trace::parse_line(&value) {
             Ok(line) => line,
             Err(detail) => {
                 invalid(trace::coordinator_hint(&value), &detail, out);
@@ -230,28 +238,57 @@ impl Replay {
         };
         drop(value);
 
+        // A line's time is checked once the line is read (a `new` line's revision name
+        // included), before any coordinator sees it; only an accepted time moves the clock.
+        let revision = match &op {
+            Op::New { revision, .. } => match revision.as_deref().map(Revision::parse) {
+                None => Some(self.default_revision),
+                Some(Some(revision)) => Some(revision),
+                Some(None) => {
+                    let message = format!(
+                        "line {line_no}: unknown revision {:?} (expected one of {:?})",
+                        revision.clone().unwrap_or_default(),
+                        Revision::ALL.map(Revision::name),
+                    );
+                    self.error_reply(out, Some(&coordinator), "invalid_revision", &message);
+                    return Ok(());
+                }
+            },
+            _ => None,
+        };
+        if let Some(at_ms) = at_ms {
+            let refused = match at_ms {
+                Err(detail) => Some(("invalid_input", detail)),
+                Ok(at) if !(at.is_finite() && at >= 0.0) => Some((
+                    "invalid_time",
+                    format!("at_ms must be finite and >= 0, got {at}"),
+                )),
+                Ok(at) if self.clock.is_some_and(|clock| at < clock) => Some((
+                    "time_went_backwards",
+                    format!("at_ms {at} is before {}", self.clock.unwrap_or_default()),
+                )),
+                Ok(at) => {
+                    self.clock = Some(at);
+                    None
+                }
+            };
+            if let Some((code, detail)) = refused {
+                let message = format!("line {line_no}: {detail}");
+                self.error_reply(out, Some(&coordinator), code, &message);
+                return Ok(());
+            }
+        }
+
         let reply = match op {
             Op::New {
                 handoff_id,
                 order,
                 fallback_transfer_delay_ms: fallback,
-                revision,
+                ..
             } => {
-                // The revision is read with the line (like its order), so an unknown
+                // The revision was read with the line (like its order), so an unknown
                 // name is reported before the coordinator table is consulted.
-                let revision = match revision.as_deref().map(Revision::parse) {
-                    None => self.default_revision,
-                    Some(Some(revision)) => revision,
-                    Some(None) => {
-                        let message = format!(
-                            "line {line_no}: unknown revision {:?} (expected one of {:?})",
-                            revision.unwrap_or_default(),
-                            Revision::ALL.map(Revision::name),
-                        );
-                        self.error_reply(out, Some(&coordinator), "invalid_revision", &message);
-                        return Ok(());
-                    }
-                };
+                let revision = revision.expect("read above for every new line");
                 if self.coordinators.contains_key(&coordinator) {
                     let message =
                         format!("line {line_no}: coordinator {coordinator:?} already exists");

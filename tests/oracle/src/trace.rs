@@ -6,7 +6,9 @@
 //! `-Infinity`; optional fields may be omitted (and, where the Rust field is an
 //! `Option`, be `null`). Every error here becomes `invalid_input`; a `new`
 //! line's `"revision"` is only checked to be a string here (which names exist
-//! is the harness's business: an unknown one is `invalid_revision`).
+//! is the harness's business: an unknown one is `invalid_revision`), and every
+//! line's optional `"at_ms"` is read but not checked (the harness checks it
+//! last, against its clock).
 
 use crate::engine::{HandoffId, HandoffTransferTiming, TransferTimingMode};
 use crate::json::Value;
@@ -76,6 +78,9 @@ pub enum Op {
 pub struct Line {
     pub coordinator: String,
     pub op: Op,
+    /// The line's `"at_ms"`, if it has one: the number, or why it is none. The harness
+    /// checks it after the rest of the line (a `new` line's revision name included).
+    pub at_ms: Option<Result<f64, String>>,
 }
 
 /// The `"coordinator"` string of a line that is a JSON object, if it has one
@@ -207,6 +212,7 @@ pub fn parse_line(value: &Value) -> Result<Line, String> {
     };
     let coordinator = any.string("coordinator")?.to_owned();
     let op_name = any.string("op")?;
+    // Every op may carry its time, "at_ms".
     let allowed: &[&str] = match op_name {
         "new" => &[
             "coordinator",
@@ -215,10 +221,11 @@ pub fn parse_line(value: &Value) -> Result<Line, String> {
             "order",
             "fallback_transfer_delay_ms",
             "revision",
+            "at_ms",
         ],
-        "start" => &["coordinator", "op"],
-        "fact" => &["coordinator", "op", "fact"],
-        "outcome" => &["coordinator", "op", "action_id", "outcome"],
+        "start" => &["coordinator", "op", "at_ms"],
+        "fact" => &["coordinator", "op", "fact", "at_ms"],
+        "outcome" => &["coordinator", "op", "action_id", "outcome", "at_ms"],
         other => {
             return Err(format!(
                 "unknown op {other:?} (expected \"new\", \"start\", \"fact\" or \"outcome\")"
@@ -263,7 +270,16 @@ pub fn parse_line(value: &Value) -> Result<Line, String> {
         },
         _ => unreachable!(),
     };
-    Ok(Line { coordinator, op })
+    let at_ms = fields.get("at_ms").map(|value| {
+        value
+            .as_f64()
+            .ok_or_else(|| fields.wrong("at_ms", "a number", value))
+    });
+    Ok(Line {
+        coordinator,
+        op,
+        at_ms,
+    })
 }
 
 fn parse_fact(value: &Value) -> Result<Fact, String> {
