@@ -17,6 +17,8 @@ from handoff_fsm.diagrams import (
     trace_path,
     write_overlay,
 )
+from handoff_fsm.diagrams.dot import Highlight, statechart_dot
+from handoff_fsm.diagrams.overlay import overlay_highlight
 
 A = "aaaaaaaa-0000-4000-8000-00000000000a"
 B = "bbbbbbbb-0000-4000-8000-00000000000b"
@@ -193,3 +195,48 @@ def test_an_overlay_follows_the_revision_of_the_trace() -> None:
     assert path.steps[-2].edges == (_edge("decoding", "canceling_decode"),)
     assert path.steps[-1].edges == (_edge("canceling_decode", "complete"),)
     assert trace_path(lines[:1] + lines[1:], revision="seed").revision.value == "a976b2bf"
+
+
+def _timed_trace() -> list[str]:
+    """:func:`_trace` with a time on each of its JSON lines: line n at 1.5 n ms."""
+    return [
+        line if line == "{not json" else '{"at_ms": ' + repr(1.5 * number) + ", " + line[1:]
+        for number, line in enumerate(_trace(), start=1)
+    ]
+
+
+def test_a_timed_trace_labels_each_step_with_its_time() -> None:
+    path = trace_path(_timed_trace())
+    assert [step.at_ms for step in path.steps] == [4.5, 6.0, 10.5, 12.0, 13.5, 15.0, 16.5]
+    assert path.duration_ms == 16.5 - 1.5  # from `new` to the cleanup ack that completed it
+    dot = overlay_dot(_timed_trace(), name="t.jsonl")
+    title = dot.split("label=<", 1)[1].split(">", 1)[1].replace("</b><br/><b>", " ")
+    assert "7 inputs, Canceled in 15\u00a0ms" in title  # never broken before the unit
+    assert "<b>#2 t=6 ms</b><br/>start" in dot  # a taken transition
+    assert "✗ source_held_before_submit  #1 t=4.5 ms</b>" in dot  # a rejecting row
+    assert "step 1 (line 3, fact, t=4.5 ms): source_held_before_submit" in dot  # the errors
+    assert "step 4 (line 8, fact, t=12 ms): foreign_handoff" in dot
+    highlight = overlay_highlight(path, describe_chart())
+    numbers = {n for steps in highlight.taken.values() for n in steps}
+    assert numbers and {n for n in numbers if f"#{n} t=" not in dot} == set()
+
+
+def test_without_times_the_overlay_shows_none() -> None:
+    dot = overlay_dot(_trace(), name="t.jsonl")
+    assert " t=" not in dot and "Canceled in" not in dot
+    assert trace_path(_trace()).duration_ms is None
+    assert all(step.at_ms is None for step in trace_path(_trace()).steps)
+
+
+def test_a_transition_taken_often_lists_its_first_timed_steps() -> None:
+    model = describe_chart()
+    edge = _edge("submitting", "submitted")
+    steps = tuple(range(1, 8))
+    dot = statechart_dot(
+        model, Highlight(taken={edge: steps}, times={n: f"t={n * 10} ms" for n in steps})
+    )
+    label = "<br/>".join(f"<b>#{n} t={n * 10} ms</b>" for n in range(1, 5))
+    assert f"{label}<br/><b>and 3 more</b>" in dot
+    assert "#5 t=50 ms" not in dot
+    untimed = statechart_dot(model, Highlight(taken={edge: steps}))
+    assert "<b>#1, #2, #3, #4, #5, #6, #7</b>" in untimed

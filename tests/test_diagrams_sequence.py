@@ -97,8 +97,12 @@ def test_timed_inputs_show_their_time_and_the_time_since_the_previous_input() ->
     timed = [m for m in lifecycle.messages if m.time is not None]
     assert {m.kind for m in timed} == {MessageKind.CALL, MessageKind.FACT, MessageKind.OUTCOME}
     dot = sequence_dot(lifecycle)
-    assert 'm1_time [label="t=12.5 ms (+2.5 ms)"' in dot
-    assert dot.count("_time [label=") == len(timed)
+    row = next(line for line in dot.splitlines() if line.strip().startswith("m1_time ["))
+    # two right-aligned cells, three decimals each, so the column lines up at the point
+    assert '<td align="right" width="' in row
+    assert ">12.500</td>" in row and ">+2.500</td>" in row
+    assert len(re.findall(r"\tm\d+_time \[", dot)) == len(timed)
+    assert "t (ms)" in dot and "when the input arrived (at_ms)" in dot  # head and legend
     assert StepTime(3.0, None).text == "t=3 ms"
     assert StepTime(1234.56789, 0.0005).text == "t=1234.568 ms (+0.001 ms)"
 
@@ -107,6 +111,7 @@ def test_an_untimed_lifecycle_has_no_time_column() -> None:
     lifecycle = _lifecycle("source_first_success")
     assert not lifecycle.timed
     assert "_time [" not in sequence_dot(lifecycle)
+    assert "at_ms" not in sequence_dot(lifecycle)  # no legend row for times either
     assert "t=" not in sequence_mermaid(lifecycle)
 
 

@@ -12,6 +12,7 @@ import io
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,12 @@ from handoff_fsm.diagrams import (
     follow,
     list_coordinators,
     read_stamp,
+    render_sequence,
     sequence_dot,
     sequence_mermaid,
     trace_lifecycle,
 )
-from handoff_fsm.diagrams.lifecycle import Participant
+from handoff_fsm.diagrams.lifecycle import Participant, ms_text
 from handoff_fsm.errors import HandoffErrorCode, TraceError
 from handoff_fsm.io.lines import bounded_lines
 from tests.test_diagrams_mermaid import MERMAID_CHECK, check_sequence_diagram
@@ -39,6 +41,7 @@ COMMITTED = ROOT / DIAGRAMS_DIR
 A = "aaaaaaaa-0000-4000-8000-00000000000a"
 B = "bbbbbbbb-0000-4000-8000-00000000000b"
 TIMING = {"mode": "full_prompt", "full_prompt_tokens": 16, "kv_bytes_per_token": 8}
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _line(key: str, op: str, **fields: Any) -> str:
@@ -376,3 +379,99 @@ def test_the_command_takes_a_revision(tmp_path: Path, capsys: pytest.CaptureFixt
         check=False,
     )
     assert bad.returncode == 2 and "invalid choice: 'x'" in bad.stderr
+
+
+# ---------------------------------------------------------------------- times
+
+
+def _simulated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A simulated run's trace: every line carries the virtual time of its input."""
+    trace = tmp_path / "run.jsonl"
+    args = ["--backend", "sglang", "--handoffs", "12", "--fault-rate", "0.3", "--seed", "7"]
+    assert main(["simulate", *args, "--json", "--trace", str(trace)]) in (0, 1)
+    capsys.readouterr()
+    return trace
+
+
+def test_a_simulated_run_is_drawn_with_the_times_of_its_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _simulated(tmp_path, capsys)
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    at = {number: json.loads(line)["at_ms"] for number, line in enumerate(lines, start=1)}
+    listed = list_coordinators(lines)
+    chosen = {
+        next(c.coordinator for c in listed if c.completion == "Success"),
+        next(c.coordinator for c in listed if c.completion == "Canceled"),
+        next(c.coordinator for c in listed if c.rejected),
+    }
+    for key in chosen:
+        run = follow(lines, key)
+        lifecycle = trace_lifecycle(lines, key)
+        assert lifecycle.timed
+        inputs = [m for m in lifecycle.messages if m.line is not None]
+        assert len(inputs) == run.inputs
+        previous = at[run.new_line]
+        for message in inputs:  # rejected ones too: their time was accepted
+            assert message.time is not None and message.line is not None
+            assert message.time.at_ms == at[message.line]
+            assert message.time.since_ms == at[message.line] - previous
+            previous = at[message.line]
+        duration = run.duration_ms
+        assert duration is not None and duration > 0
+        assert lifecycle.messages[-1].text.endswith(f", in {ms_text(duration)} ms")
+        source = sequence_mermaid(lifecycle)
+        for message in inputs:
+            assert message.time is not None
+            assert f"Coordinator: {message.time.text}: " in source
+        assert source.count(" ms (+") == len(inputs)
+
+
+@pytest.mark.requires("node")
+def test_timed_lifecycles_from_the_command_pass_mermaids_parser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _simulated(tmp_path, capsys)
+    paths = []
+    for key in ("h0", "h2", "h4"):  # a success, a rejected input, a cancellation
+        out = tmp_path / f"{key}.mmd"
+        assert main(["lifecycle", str(trace), "--coordinator", key, "-o", str(out)]) == 0
+        source = out.read_text(encoding="utf-8")
+        check_sequence_diagram(source)
+        assert ": start()" in source and " ms (+" in source
+        paths.append(out)
+    result = subprocess.run(
+        [str(MERMAID_CHECK), *map(str, paths)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("ok ") == len(paths)
+
+
+@pytest.mark.requires("dot")
+def test_a_timed_svg_has_a_time_column_with_the_trace_times(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _simulated(tmp_path, capsys)
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    lifecycle = trace_lifecycle(lines, "h4")
+    svg = render_sequence(lifecycle)
+    assert svg == render_sequence(lifecycle)
+    texts = [t.text for t in ET.fromstring(svg).iter(f"{SVG}text")]
+    assert {"t (ms)", "+ (ms)"} <= set(texts)
+    for message in lifecycle.messages:
+        if message.time is not None:
+            assert f"{message.time.at_ms:.3f}" in texts
+            assert f"+{message.time.since_ms:.3f}" in texts
+    assert any(text.endswith(" ms") and ", in " in text for text in texts if text)  # the end
+    for participant in Participant:  # the time column stays left of every lifeline
+        assert participant.value in texts
+
+
+def test_list_of_a_trace_creating_no_coordinator_is_a_coded_error() -> None:
+    with pytest.raises(TraceError) as caught:
+        list_coordinators(["{", '{"coordinator": "x", "op": "start"}'])
+    assert caught.value.code is HandoffErrorCode.UNKNOWN_COORDINATOR
+    assert "2 lines name" not in caught.value.message  # the second names one: no "new"
+    assert "1 line names no coordinator, the first: invalid_input: line 1" in caught.value.message
+    with pytest.raises(TraceError):
+        list_coordinators([])

@@ -124,7 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Replay TRACE and draw the statechart with one coordinator's visited "
         "states and numbered transitions highlighted, and the trace's errors beside it.",
     )
-    diagram.add_argument("--trace", required=True, metavar="TRACE", help="trace file (JSON lines)")
+    diagram.add_argument(
+        "--trace", required=True, metavar="TRACE", help="trace file (JSON lines), or - for stdin"
+    )
     diagram.add_argument(
         "--coordinator",
         metavar="KEY",
@@ -244,7 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=_natural, default=0, metavar="S", help="random seed (default 0)"
     )
     simulate.add_argument(
-        "--trace", metavar="OUT", help="also write every coordinator input to OUT (JSONL)"
+        "--trace",
+        metavar="OUT",
+        help="also write every coordinator input to OUT (JSONL, each line with its virtual "
+        "time at_ms)",
     )
     simulate.add_argument("--json", action="store_true", help="print the summary as JSON")
     simulate.add_argument(

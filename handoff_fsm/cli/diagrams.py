@@ -2,8 +2,10 @@
 
 Rule kept here: each command calls one library function and turns the
 failures a user can fix (Graphviz missing or failing, a trace without that coordinator,
-an unknown output format) into a one-line message and exit status 2; file
-errors are :func:`handoff_fsm.cli.main`'s, named after the file they concern.
+or creating none, e.g. one that is not UTF-8, an unknown output format) into a
+one-line message, naming the trace where it concerns one, and exit status 2; file
+errors are :func:`handoff_fsm.cli.main`'s, named after the file they concern. A
+trace is read by the one trace opener (:func:`~handoff_fsm.cli.files.trace_lines`).
 """
 
 from __future__ import annotations
@@ -13,16 +15,21 @@ import errno
 import sys
 from pathlib import Path
 
-from handoff_fsm.cli.files import named_errors
+from handoff_fsm.cli.files import STDIN, named_errors, trace_lines, trace_name
 from handoff_fsm.diagrams.files import write_diagrams, write_review
 from handoff_fsm.diagrams.model import describe_chart
-from handoff_fsm.diagrams.overlay import TraceOverlayError, write_overlay
+from handoff_fsm.diagrams.overlay import (
+    OVERLAY_SUFFIXES,
+    TraceOverlayError,
+    overlay_bytes,
+    overlay_dot,
+)
 from handoff_fsm.diagrams.provenance import provenance
 from handoff_fsm.diagrams.render import GraphvizError
 from handoff_fsm.errors import HandoffError
 
 
-def _fail(command: str, error: Exception) -> int:
+def _fail(command: str, error: Exception | str) -> int:
     print(f"handoff-fsm {command}: {error}", file=sys.stderr)
     return 2
 
@@ -42,14 +49,28 @@ def cli_diagrams(args: argparse.Namespace) -> int:
 
 
 def cli_diagram(args: argparse.Namespace) -> int:
-    """``handoff-fsm diagram --trace T [--coordinator K] -o OUT``: the trace overlay."""
+    """``handoff-fsm diagram --trace T|- [--coordinator K] -o OUT``: the trace overlay."""
+    output = Path(args.output)
+    if output.suffix.lower() not in OVERLAY_SUFFIXES:  # before any reading
+        return _fail("diagram", f"-o {output.name}: an overlay is written as .svg, .png or .dot")
+    name = trace_name(args.trace)
     try:
-        with named_errors(args.output):
-            output = write_overlay(
-                Path(args.trace), Path(args.output), args.coordinator, revision=args.revision
+        with trace_lines(args.trace) as lines:  # a file error is main()'s one line
+            source = overlay_dot(
+                lines,
+                args.coordinator,
+                name="" if args.trace == STDIN else Path(args.trace).name,
+                revision=args.revision,
             )
-    except (GraphvizError, TraceOverlayError, ValueError) as error:
+    except TraceOverlayError as error:  # e.g. a trace that is not UTF-8 creates no coordinator
+        return _fail("diagram", f"{name}: {error.code.value}: {error.message}")
+    try:
+        data = overlay_bytes(source, output.suffix)
+    except GraphvizError as error:
         return _fail("diagram", error)
+    with named_errors(args.output):
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_bytes(data)
     print(f"wrote {output}")
     return 0
 

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO, TextIO
 
+from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES, bounded_lines
+
 STDIN = "-"
 
 
@@ -45,6 +47,33 @@ def input_bytes(path: str) -> Iterator[BinaryIO]:
         return
     with open(path, "rb") as source:
         yield source
+
+
+def trace_name(path: str) -> str:
+    """How messages name the trace ``path`` (``<stdin>`` for ``-``)."""
+    return "<stdin>" if path == STDIN else path
+
+
+@contextmanager
+def trace_lines(
+    path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[Iterator[bytes]]:
+    """The lines of the trace ``path`` (``-``: standard input), for every command that reads one.
+
+    Lines are bytes, read with a bound on their length
+    (:func:`~handoff_fsm.io.lines.bounded_lines`), and never decoded here: a line
+    that is not UTF-8 is the replayer's ``invalid_input``, answered like any other
+    bad line, never an exception. Errors while opening *or* reading (a directory,
+    an I/O error halfway) name the trace.
+    """
+    with input_bytes(path) as source:  # open() names the file it fails to open
+        yield _named(bounded_lines(source, max_line_bytes), trace_name(path))
+
+
+def _named(lines: Iterator[bytes], name: str) -> Iterator[bytes]:
+    """``lines``, with read errors naming the trace (not, say, the output being written)."""
+    with named_errors(name):
+        yield from lines
 
 
 @contextmanager

@@ -1,13 +1,14 @@
 """``handoff-fsm lifecycle``: the sequence diagram of one coordinator's run in a trace.
 
 Rule kept here: argument handling and file plumbing only. The trace is read
-with a bound on line length (:func:`~handoff_fsm.io.lines.bounded_lines`), the run
+by the one trace opener (:func:`~handoff_fsm.cli.files.trace_lines`), the run
 is followed and worded by the library (:func:`~handoff_fsm.diagrams.follow.follow`,
 :func:`~handoff_fsm.diagrams.lifecycle.lifecycle_of`) and drawn by
 :func:`~handoff_fsm.diagrams.sequence.lifecycle_bytes`, the same functions that
 draw the committed lifecycles. A problem the user can fix (no such
-coordinator, an unknown output suffix, Graphviz missing) is one line on stderr
-with its code where it has one, and exit status 2 (a file that cannot be read
+coordinator, a trace that creates none, e.g. one that is not UTF-8, an unknown
+output suffix, Graphviz missing) is one line on stderr, naming the trace and
+the code where it has one, and exit status 2 (a file that cannot be read
 or written is :func:`handoff_fsm.cli.main`'s one line, naming the file);
 lines of the trace that name no coordinator are listed on stderr and drawn
 nowhere.
@@ -22,13 +23,12 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from handoff_fsm.cli.files import input_bytes, named_errors
+from handoff_fsm.cli.files import named_errors, trace_lines, trace_name
 from handoff_fsm.diagrams.follow import CoordinatorSummary, FollowedRun, follow, list_coordinators
 from handoff_fsm.diagrams.lifecycle import lifecycle_of
 from handoff_fsm.diagrams.render import GraphvizError
 from handoff_fsm.diagrams.sequence import LIFECYCLE_SUFFIXES, lifecycle_bytes
 from handoff_fsm.errors import HandoffError
-from handoff_fsm.io.lines import bounded_lines
 
 _SHOWN_ERRORS: Final = 5
 """Lines that name no coordinator listed on stderr (the rest are counted)."""
@@ -93,14 +93,13 @@ def cli_lifecycle(args: argparse.Namespace) -> int:
         if output.parent.exists() and not output.parent.is_dir():  # before any reading
             raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(output.parent))
     try:
-        with input_bytes(args.trace) as source:  # a file error is main()'s one line
-            lines = bounded_lines(source)
+        with trace_lines(args.trace) as lines:  # a file error is main()'s one line
             if args.list:
                 _print_list(list_coordinators(lines, revision=args.revision))
                 return 0
             run = follow(lines, args.coordinator, revision=args.revision)
-    except HandoffError as error:
-        return _fail(f"{error.code.value}: {error.message}")
+    except HandoffError as error:  # e.g. a trace that is not UTF-8 creates no coordinator
+        return _fail(f"{trace_name(args.trace)}: {error.code.value}: {error.message}")
     _warn_unattributed(run)
     assert output is not None
     try:

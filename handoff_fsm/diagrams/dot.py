@@ -82,6 +82,8 @@ class Highlight:
     title: str = ""
     notes: tuple[str, ...] = ()
     """Lines listed beside the chart (the trace's errors)."""
+    times: Mapping[int, str] = field(default_factory=dict)
+    """Step number -> when it happened, as shown (``t=12.5 ms``), for a trace with times."""
 
 
 def statechart_dot(model: ChartModel, highlight: Highlight | None = None) -> str:
@@ -102,8 +104,27 @@ def _wrap(value: str, width: int = _LABEL_WIDTH) -> list[str]:
     return textwrap.wrap(value, width=width, break_long_words=False) or [""]
 
 
-def _steps(numbers: Iterable[int]) -> str:
-    return ", ".join(f"#{n}" for n in numbers)
+_TIMED_STEPS_SHOWN = 4
+"""Timed steps a transition's label lists, one per line (the rest are counted)."""
+
+
+def _step(number: int, times: Mapping[int, str]) -> str:
+    time = times.get(number)
+    return f"#{number} {time}" if time is not None else f"#{number}"
+
+
+def _steps(numbers: Iterable[int], times: Mapping[int, str]) -> str:
+    return ", ".join(_step(n, times) for n in numbers)
+
+
+def _taken_lines(numbers: tuple[int, ...], times: Mapping[int, str]) -> list[str]:
+    """The steps that took a transition: ``#2, #5``, or one timed step per line."""
+    if not any(n in times for n in numbers):
+        return [_steps(numbers, times)]
+    lines = [_step(n, times) for n in numbers[:_TIMED_STEPS_SHOWN]]
+    if len(numbers) > _TIMED_STEPS_SHOWN:
+        lines.append(f"and {len(numbers) - _TIMED_STEPS_SHOWN} more")
+    return lines
 
 
 def _guard_lines(guard: str) -> list[str]:
@@ -350,7 +371,8 @@ class _Writer:
             if edge.kind is EdgeKind.REJECTION and edge.source == state.id:
                 steps = hl.rejected.get(edge.index, ()) if hl is not None else ()
                 row = f"{text(edge.event_text)} /<br/>&nbsp;&nbsp;✗ {text(str(edge.rejection))}"
-                row = f"<b>{row}  {_steps(steps)}</b>" if steps else row
+                if hl is not None and steps:
+                    row = f"<b>{row}  {text(_steps(steps, hl.times))}</b>"
                 compartment.append(f'<font color="{_REJECT}">{row}</font>')
         if compartment:
             rows.append("<hr/>")
@@ -391,7 +413,8 @@ class _Writer:
         lines = [text(line) for line in edge_label_lines(edge)]
         taken = self.hl.taken.get(edge.index, ()) if self.hl is not None else ()
         if taken:
-            lines.insert(0, f"<b>{_steps(taken)}</b>")
+            assert self.hl is not None
+            lines[:0] = [f"<b>{text(line)}</b>" for line in _taken_lines(taken, self.hl.times)]
             attrs |= {"color": _TAKEN, "fontcolor": _TAKEN, "penwidth": "2.4"}
         if edge.kind is EdgeKind.EVENTLESS:
             attrs["style"] = "dashed"

@@ -6,7 +6,9 @@ replayed by :class:`~handoff_fsm.io.replay.TraceReplayer` (the code behind
 before and after each line of the followed coordinator is read from the very
 object the replayer applied that line to. So a drawing made from a
 :class:`FollowedRun` (the statechart overlay, the lifecycle diagram) shows
-what ``handoff-fsm replay`` did, never a second interpretation of the trace.
+what ``handoff-fsm replay`` did, never a second interpretation of the trace;
+a line's time is the one the replayer accepted
+(:attr:`~handoff_fsm.io.replay.TraceReplayer.line_at_ms`), never read again here.
 
 Hostile traces change nothing here: every line, however malformed or long
 (read with :func:`~handoff_fsm.io.lines.bounded_lines`), is the replayer's
@@ -20,7 +22,6 @@ few fields per coordinator for :func:`list_coordinators`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -53,9 +54,13 @@ _NOT_APPLIED: Final = frozenset(
         HandoffErrorCode.UNKNOWN_COORDINATOR,
         HandoffErrorCode.FORGOTTEN_COORDINATOR,
         HandoffErrorCode.LINE_TOO_LONG,
+        HandoffErrorCode.INVALID_TIME,
+        HandoffErrorCode.TIME_WENT_BACKWARDS,
     }
 )
 """Error replies for lines that never reach a coordinator."""
+_READ: Final = frozenset({HandoffErrorCode.INVALID_TIME, HandoffErrorCode.TIME_WENT_BACKWARDS})
+"""Of those, the ones for lines read whole (refused for their time): their input is shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +76,8 @@ class FollowedStep:
     input: Op | None
     """The decoded input; ``None`` for a malformed line or a repeated ``new``."""
     at_ms: float | None
-    """The line's time (``"at_ms"``) when the replayer accepted one."""
+    """The line's time (``"at_ms"``) when the replayer accepted one (its
+    :attr:`~handoff_fsm.io.replay.TraceReplayer.line_at_ms`)."""
     event: str | None
     """The chart event the input became (``None``: it never reached the chart)."""
     before: ChartState
@@ -113,6 +119,21 @@ class FollowedRun:
     completion: HandoffCompletion | None
     issued: tuple[IssuedHandoffAction, ...]
     """Every action it issued, in order (also those of omitted lines)."""
+
+    @property
+    def duration_ms(self) -> float | None:
+        """From ``new`` to the line that gave the run its completion, by the lines' times.
+
+        ``None`` when the run is not complete, either line has no time, or the completion
+        came in a line not kept (after ``max_steps``).
+        """
+        completion = at_ms = None
+        for step in self.steps:
+            if step.completion != completion:  # a976b2bf may reopen a success and end again
+                completion, at_ms = step.completion, step.at_ms
+        if completion is None or self.omitted or at_ms is None or self.new_at_ms is None:
+            return None
+        return at_ms - self.new_at_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,11 +217,21 @@ def list_coordinators(
     """Every coordinator the trace creates, in order, with its inputs and completion.
 
     ``revision`` is that of ``new`` lines naming none (``handoff-fsm replay --revision``).
+    Raises :class:`~handoff_fsm.errors.TraceError` (``unknown_coordinator``) when the
+    trace creates none (as :func:`follow` does), naming the first line that names no
+    coordinator, if any: an empty listing would hide, say, a trace that is not UTF-8.
     """
     replayer = TraceReplayer(remember_completed=None, revision=Revision(revision))
     found: dict[str, CoordinatorSummary] = {}
+    first_unattributed: list[tuple[int, HandoffErrorCode, str]] = []
+    unattributed_count = 0
     for item in _replies(lines, replayer):
         if item.key is None:
+            error = _error(item.reply)
+            if error is not None:
+                unattributed_count += 1
+                if not first_unattributed:  # the message names the first
+                    first_unattributed.append((item.number, *error))
             continue
         if _created(item) and item.key not in found:
             assert item.fields is not None
@@ -230,6 +261,11 @@ def list_coordinators(
             rejected=summary.rejected + (error is not None),
             completion=_completion(item.reply) or summary.completion,
         )
+    if not found:
+        raise handoff_error(
+            HandoffErrorCode.UNKNOWN_COORDINATOR,
+            _no_such(None, [], first_unattributed, unattributed_count),
+        )
     return tuple(found.values())
 
 
@@ -241,13 +277,6 @@ def _state_of(coordinator: HandoffCoordinator) -> ChartState:
     if state is None:  # every state a coordinator reaches is in the compiled chart
         raise AssertionError(f"{coordinator!r} is in no compiled chart state")
     return state
-
-
-def _at_ms(fields: dict[str, Any]) -> float | None:
-    value = fields.get("at_ms")
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
 
 
 def _input(fields: dict[str, Any]) -> Op | None:
@@ -343,7 +372,7 @@ def follow(
             if _created(item) and target in (None, key):
                 target = key
                 current = replayer.live[key].coordinator
-                created = {"line": number, "at_ms": _at_ms(fields or {})}
+                created = {"line": number, "at_ms": replayer.line_at_ms}
             continue
         if not followed:
             continue
@@ -352,8 +381,8 @@ def follow(
         if live is not None:
             current = live.coordinator
         applied = error is None or error[0] not in _NOT_APPLIED
-        read_error = error is not None and error[0] is HandoffErrorCode.INVALID_INPUT
-        op = _input(fields) if applied else None
+        read_whole = error is not None and error[0] in _READ
+        op = _input(fields) if applied or read_whole else None
         event = _event(op, kinds) if applied else None
         actions = tuple(issued_from_wire(entry) for entry in reply.get("actions", ()))
         for action in actions:
@@ -373,7 +402,7 @@ def follow(
                 line=number,
                 op=str(fields.get("op", "?")),
                 input=op,
-                at_ms=None if read_error else _at_ms(fields),
+                at_ms=replayer.line_at_ms,
                 event=event,
                 before=before,
                 after=_state_of(current),

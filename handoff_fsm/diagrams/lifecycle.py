@@ -94,8 +94,18 @@ class StepTime:
     @property
     def text(self) -> str:
         """``t=12.5 ms (+2.5 ms)``; the first timed input has no ``(+…)``."""
-        since = f" (+{_ms(self.since_ms)} ms)" if self.since_ms is not None else ""
-        return f"t={_ms(self.at_ms)} ms{since}"
+        since = f" ({self.since_text} ms)" if self.since_ms is not None else ""
+        return f"t={self.at_text} ms{since}"
+
+    @property
+    def at_text(self) -> str:
+        """The time in ms, without unit: ``12.5``."""
+        return ms_text(self.at_ms)
+
+    @property
+    def since_text(self) -> str:
+        """The time since the previous input in ms, without unit: ``+2.5`` (empty: none)."""
+        return f"+{ms_text(self.since_ms)}" if self.since_ms is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +184,8 @@ def _receiver(action: type[HandoffAction], model: ChartModel) -> Participant:
 # ------------------------------------------------------------------ words
 
 
-def _ms(value: float) -> str:
+def ms_text(value: float) -> str:
+    """Milliseconds as the diagrams write them: at most three decimals, no trailing zeros."""
     return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
@@ -360,7 +371,9 @@ def _ending(run: FollowedRun) -> str:
     rejected = f", {run.rejected} rejected" if run.rejected else ", none rejected"
     omitted = f" ({_count(run.omitted, 'later input')} not drawn)" if run.omitted else ""
     if run.completion is not None:
-        return f"{run.completion.value} after {inputs}{rejected}{omitted}"
+        duration = run.duration_ms
+        took = f", in {ms_text(duration)} ms" if duration is not None else ""
+        return f"{run.completion.value} after {inputs}{rejected}{took}{omitted}"
     return f"not complete after {inputs}{rejected}{omitted}: {', '.join(run.final_state)}"
 
 

@@ -7,6 +7,8 @@ after each line), and the declared transitions an input fired are the ones
 python-statemachine's own interpreter fires for that step
 (:func:`handoff_fsm.verify.coverage.step_transitions`). A rejected input marks
 the rejecting row of its state; every error reply is listed beside the chart.
+When the trace has times (``"at_ms"``, as replay accepted them), each step
+number on the chart carries its time, and the title the handoff's duration.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from pathlib import Path
 from handoff_fsm.chart import REJECTIONS
 from handoff_fsm.diagrams.dot import Highlight, statechart_dot
 from handoff_fsm.diagrams.follow import TraceLine, follow
+from handoff_fsm.diagrams.lifecycle import ms_text
 from handoff_fsm.diagrams.model import ChartModel, describe_chart
 from handoff_fsm.diagrams.render import render
+from handoff_fsm.diagrams.stamp import Format
 from handoff_fsm.errors import TraceError
 from handoff_fsm.io.lines import bounded_lines
 from handoff_fsm.model import HandoffCompletion, HandoffOrder, Revision
@@ -50,6 +54,8 @@ class TraceStep:
     """The rejecting transition that turned the event down, if one did."""
     error: tuple[str, str] | None
     """``(code, message)`` of an error reply."""
+    at_ms: float | None = None
+    """The line's time (``"at_ms"``) as replay accepted it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +70,9 @@ class TracePath:
     """``(line, code, message)`` of error replies that name no coordinator."""
     final_state: tuple[str, ...]
     completion: HandoffCompletion | None
+    duration_ms: float | None = None
+    """From ``new`` to the completion, when the trace has times
+    (:attr:`~handoff_fsm.diagrams.follow.FollowedRun.duration_ms`)."""
 
 
 def trace_path(
@@ -104,6 +113,7 @@ def trace_path(
                 edges=fired,
                 rejected_by=rejected_by,
                 error=(step.error[0].value, step.error[1]) if step.error is not None else None,
+                at_ms=step.at_ms,
             )
         )
     return TracePath(
@@ -116,6 +126,7 @@ def trace_path(
         ),
         final_state=run.final_state,
         completion=run.completion,
+        duration_ms=run.duration_ms,
     )
 
 
@@ -139,8 +150,13 @@ def overlay_highlight(path: TracePath, model: ChartModel, *, title: str = "") ->
             taken.setdefault(edge, []).append(step.number)
         if step.rejected_by is not None:
             rejected.setdefault(step.rejected_by, []).append(step.number)
+    times = {
+        step.number: f"t={ms_text(step.at_ms)} ms" for step in path.steps if step.at_ms is not None
+    }
     notes = [
-        f"step {step.number} (line {step.line}, {step.op}): {step.error[0]}: {step.error[1]}"
+        f"step {step.number} (line {step.line}, {step.op}"
+        f"{', ' + times[step.number] if step.number in times else ''}): "
+        f"{step.error[0]}: {step.error[1]}"
         for step in path.steps
         if step.error is not None
     ]
@@ -152,6 +168,7 @@ def overlay_highlight(path: TracePath, model: ChartModel, *, title: str = "") ->
         rejected={edge: tuple(numbers) for edge, numbers in sorted(rejected.items())},
         title=title,
         notes=tuple(notes),
+        times=times,
     )
 
 
@@ -180,12 +197,29 @@ def overlay_dot(
     model = describe_chart()
     path = trace_path(lines, coordinator, revision=revision)
     status = path.completion.value if path.completion is not None else "not complete"
+    if path.duration_ms is not None:
+        status += f" in {ms_text(path.duration_ms)}\u00a0ms"  # no line break before the unit
     revised = "" if path.revision is Revision.SEED else f", revision {path.revision.value}"
     title = (
         f"{model.name}: {name + ' · ' if name else ''}coordinator {path.coordinator} "
         f"({path.order.value}{revised}), {len(path.steps)} inputs, {status}"
     )
     return statechart_dot(model, overlay_highlight(path, model, title=title))
+
+
+OVERLAY_SUFFIXES = (".svg", ".png", ".dot")
+"""What an overlay is written as."""
+
+
+def overlay_bytes(source: str, suffix: str) -> bytes:
+    """The overlay DOT ``source`` as the file ``suffix`` names (see :data:`OVERLAY_SUFFIXES`)."""
+    suffix = suffix.lower()
+    if suffix not in OVERLAY_SUFFIXES:
+        raise ValueError(f"output must end in .svg, .png or .dot, not {suffix or 'no suffix'!r}")
+    if suffix == ".dot":
+        return source.encode("utf-8")
+    fmt: Format = "svg" if suffix == ".svg" else "png"
+    return render(source, fmt)
 
 
 def write_overlay(
@@ -196,12 +230,11 @@ def write_overlay(
     revision: Revision | str = Revision.SEED,
 ) -> Path:
     """Draw the overlay of ``trace`` into ``output`` (``.svg``, ``.png`` or ``.dot``)."""
-    suffix = output.suffix.lower()
-    if suffix not in (".svg", ".png", ".dot"):
+    if output.suffix.lower() not in OVERLAY_SUFFIXES:
         raise ValueError(f"output must end in .svg, .png or .dot, not {output.name!r}")
     with trace.open("rb") as stream:
         source = overlay_dot(bounded_lines(stream), coordinator, name=trace.name, revision=revision)
-    data = source.encode("utf-8") if suffix == ".dot" else render(source, suffix[1:])  # type: ignore[arg-type]
+    data = overlay_bytes(source, output.suffix)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes(data)
     return output

@@ -23,7 +23,13 @@ from typing import Any, Final
 import graphviz
 
 from handoff_fsm.diagrams.labels import html, plain, text
-from handoff_fsm.diagrams.lifecycle import PARTICIPANTS, Lifecycle, Message, MessageKind
+from handoff_fsm.diagrams.lifecycle import (
+    PARTICIPANTS,
+    Lifecycle,
+    Message,
+    MessageKind,
+    StepTime,
+)
 from handoff_fsm.diagrams.mermaid import mermaid_text
 from handoff_fsm.diagrams.render import render
 from handoff_fsm.diagrams.stamp import Format
@@ -33,9 +39,13 @@ from handoff_fsm.model import HandoffCompletion
 _COLUMN = 185.0
 _ROW = 30.0
 _LEFT = 75.0
-_TIME_COLUMN = 120.0
-_TIME_X = 80.0
-"""Centre of the time column (left of the Caller's lifeline, when the trace has times)."""
+_TIME_LEFT = 10.0
+"""Left edge of the time column (drawn left of the Caller's lifeline when the trace has times)."""
+_TIME_GAP = 62.0
+"""From the time column's right edge to the Caller's lifeline (half its box, and air)."""
+_DIGIT = 5.8
+"""Width of one character of the time column (9 pt digits), to size its cells."""
+_TIME_HEADS: Final = ("t (ms)", "+ (ms)")
 _HEAD = 34.0
 _INK = "#1f2933"
 _MUTED = "#52606d"
@@ -139,7 +149,16 @@ class _Layout:
 
     def __init__(self, lifecycle: Lifecycle, geometry: Geometry) -> None:
         self.geometry = geometry
-        self.left = _LEFT + (_TIME_COLUMN if lifecycle.timed else 0.0)
+        times = [_time_cells(m.time) for m in lifecycle.messages if m.time is not None]
+        self.time_widths = (
+            _cell_width([_TIME_HEADS[0], *(at for at, _ in times)]),
+            _cell_width([_TIME_HEADS[1], *(since for _, since in times)]),
+        )
+        """Widths of the time column's two cells, each fitting its longest text."""
+        time_width = sum(self.time_widths)
+        self.time_x = _TIME_LEFT + time_width / 2
+        """Centre of the time column."""
+        self.left = _TIME_LEFT + time_width + _TIME_GAP if times else _LEFT
         self.rows = len(lifecycle.messages)
         self.top = (self.rows + 2) * _ROW + _HEAD
         self.legend_y = -_ROW * 1.4
@@ -153,6 +172,17 @@ class _Layout:
     @property
     def right(self) -> float:
         return self.x(PARTICIPANTS[-1])
+
+
+def _time_cells(time: StepTime) -> tuple[str, str]:
+    """The time column's cells for an input: always three decimals, so that right-aligned
+    numbers line up at the point (the Mermaid text drops trailing zeros)."""
+    since = f"+{time.since_ms:.3f}" if time.since_ms is not None else ""
+    return f"{time.at_ms:.3f}", since
+
+
+def _cell_width(texts: list[str]) -> float:
+    return max(len(words) for words in texts) * _DIGIT + 8.0
 
 
 def _pos(x: float, y: float) -> str:
@@ -276,15 +306,27 @@ def _message(
     if missing:  # after the caption, so the caption's white ground never covers it
         _cross(g, f"{name}_x", end, y)
     if message.time is not None:
-        g.node(
-            f"{name}_time",
-            label=plain(message.time.text),
-            shape="plaintext",
-            fontsize="9",
-            fontcolor=_MUTED,
-            margin="0",
-            pos=_pos(_TIME_X, y),
-        )
+        _time_row(g, f"{name}_time", layout, _time_cells(message.time), y)
+
+
+def _time_row(
+    g: Any, name: str, layout: _Layout, cells: tuple[str, str], y: float, *, head: bool = False
+) -> None:
+    """One row of the time column: the input's time and the time since the previous one,
+    each right-aligned in its cell so the digits line up down the column."""
+    row = "".join(
+        f'<td align="right" width="{width:.0f}">{text(words)}</td>'
+        for words, width in zip(cells, layout.time_widths, strict=True)
+    )
+    g.node(
+        name,
+        label=html(f'<table border="0" cellpadding="0" cellspacing="0"><tr>{row}</tr></table>'),
+        shape="plaintext",
+        fontsize="10" if head else "9",
+        fontcolor=_MUTED,
+        margin="0",
+        pos=_pos(layout.time_x, y),
+    )
 
 
 _LEGEND: Final = (
@@ -297,13 +339,15 @@ _LEGEND: Final = (
 _LEGEND_TEXT_WIDTH = 200.0
 
 
-def _legend(g: Any, layout: _Layout) -> None:
+_TIME_LEGEND: Final = "t: when the input arrived (at_ms); +: since the coordinator's previous line"
+_TIME_LEGEND_WIDTH = 320.0
+
+
+def _legend(g: Any, layout: _Layout, *, timed: bool) -> None:
     """What each kind of mark means, in rows of two under the lifelines."""
     for index, (kind, words) in enumerate(_LEGEND):
         name = f"legend_{kind.value}"
-        columns = layout.geometry.legend_columns
-        x = layout.x(PARTICIPANTS[0]) - 40 + (index % columns) * 2 * layout.geometry.column
-        y = layout.legend_y - (index // columns) * 18
+        x, y = _legend_place(layout, index)
         if kind is MessageKind.STATE:
             _note(g, name, "state", x + 17, y)
         else:
@@ -312,18 +356,41 @@ def _legend(g: Any, layout: _Layout) -> None:
             _arrow(g, name, x, x + 34, y, color=color, dashed=kind in _DASHED, head=head)
             if kind is MessageKind.MISSING:
                 _cross(g, f"{name}_x", x + 34, y)
-        cell = f'<td align="left" width="{_LEGEND_TEXT_WIDTH:.0f}">{text(words)}</td>'
+        _legend_words(g, f"{name}_t", words, x, y)
+    if timed:  # beside the state note, with room for its longer words
+        x, y = _legend_place(layout, len(_LEGEND))
         g.node(
-            f"{name}_t",
-            label=html(
-                f'<table border="0" cellpadding="0" cellspacing="0"><tr>{cell}</tr></table>'
-            ),
+            "legend_time",
+            label=plain("t  +"),
             shape="plaintext",
             fontsize="9",
             fontcolor=_MUTED,
             margin="0",
-            pos=_pos(x + 46 + _LEGEND_TEXT_WIDTH / 2, y),
+            pos=_pos(x + 17, y),
         )
+        _legend_words(g, "legend_time_t", _TIME_LEGEND, x, y, width=_TIME_LEGEND_WIDTH)
+
+
+def _legend_place(layout: _Layout, index: int) -> tuple[float, float]:
+    """Where the legend's ``index``-th mark starts: ``legend_columns`` to a row."""
+    columns = layout.geometry.legend_columns
+    x = layout.x(PARTICIPANTS[0]) - 40 + (index % columns) * 2 * layout.geometry.column
+    return x, layout.legend_y - (index // columns) * 18
+
+
+def _legend_words(
+    g: Any, name: str, words: str, x: float, y: float, *, width: float = _LEGEND_TEXT_WIDTH
+) -> None:
+    cell = f'<td align="left" width="{width:.0f}">{text(words)}</td>'
+    g.node(
+        name,
+        label=html(f'<table border="0" cellpadding="0" cellspacing="0"><tr>{cell}</tr></table>'),
+        shape="plaintext",
+        fontsize="9",
+        fontcolor=_MUTED,
+        margin="0",
+        pos=_pos(x + 46 + width / 2, y),
+    )
 
 
 def sequence_dot(lifecycle: Lifecycle, geometry: Geometry = REGULAR) -> str:
@@ -351,17 +418,10 @@ def sequence_dot(lifecycle: Lifecycle, geometry: Geometry = REGULAR) -> str:
     )
     _lifelines(g, layout)
     if lifecycle.timed:
-        g.node(
-            "time_head",
-            label=plain("time"),
-            shape="plaintext",
-            fontsize="10",
-            fontcolor=_MUTED,
-            pos=_pos(_TIME_X, layout.top),
-        )
+        _time_row(g, "time_head", layout, _TIME_HEADS, layout.top, head=True)
     for row, message in enumerate(lifecycle.messages, start=1):
         _message(g, layout, row, message, lifecycle.completion)
-    _legend(g, layout)
+    _legend(g, layout, timed=lifecycle.timed)
     source: str = g.source
     return source
 
