@@ -475,3 +475,18 @@ def test_list_of_a_trace_creating_no_coordinator_is_a_coded_error() -> None:
     assert "1 line names no coordinator, the first: invalid_input: line 1" in caught.value.message
     with pytest.raises(TraceError):
         list_coordinators([])
+
+
+def test_a_line_refused_for_its_time_is_drawn_as_a_rejection_without_a_time() -> None:
+    lines = [
+        _line("c", "new", handoff_id=A, order="SourceFirst", at_ms=1),
+        _line("c", "start", at_ms=2),
+        _line("c", "outcome", action_id=0, outcome="Submitted", at_ms=1.5),
+        _line("c", "outcome", action_id=0, outcome="Submitted", at_ms=3),
+    ]
+    messages = trace_lifecycle(lines).messages
+    refused = next(i for i, m in enumerate(messages) if m.line == 3)
+    assert (messages[refused].text, messages[refused].time) == ("#0 Submitted", None)
+    assert messages[refused + 1].text.startswith("✗ time_went_backwards: line 3: at_ms 1.5")
+    later = next(m for m in messages if m.line == 4)
+    assert later.time is not None and (later.time.at_ms, later.time.since_ms) == (3.0, 1.0)
