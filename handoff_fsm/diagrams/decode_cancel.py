@@ -163,7 +163,11 @@ def _simulate(revision: Revision) -> tuple[list[str], int, float]:
     from handoff_fsm.simulate.trace import TraceWriter  # noqa: PLC0415
 
     out = io.StringIO()
-    result = Simulation(simulation_config(revision), recorder=TraceWriter(out)).run()
+    # each line with its virtual time, as `handoff-fsm simulate --trace` writes it
+    simulation = Simulation(
+        simulation_config(revision), recorder=TraceWriter(out, clock=lambda: simulation.now)
+    )
+    result = simulation.run()
     return (
         out.getvalue().splitlines(),
         result.faults.get("decode_canceled", 0),

@@ -41,8 +41,8 @@ _ROW = 30.0
 _LEFT = 75.0
 _TIME_LEFT = 10.0
 """Left edge of the time column (drawn left of the Caller's lifeline when the trace has times)."""
-_TIME_GAP = 62.0
-"""From the time column's right edge to the Caller's lifeline (half its box, and air)."""
+_TIME_AIR = 12.0
+"""Between the time column and the Caller's head box."""
 _DIGIT = 5.8
 """Width of one character of the time column (9 pt digits), to size its cells."""
 _TIME_HEADS: Final = ("t (ms)", "+ (ms)")
@@ -158,7 +158,8 @@ class _Layout:
         time_width = sum(self.time_widths)
         self.time_x = _TIME_LEFT + time_width / 2
         """Centre of the time column."""
-        self.left = _TIME_LEFT + time_width + _TIME_GAP if times else _LEFT
+        gap = geometry.lifeline_width * 72 / 2 + _TIME_AIR  # half the Caller's box, and air
+        self.left = _TIME_LEFT + time_width + gap if times else _LEFT
         self.rows = len(lifecycle.messages)
         self.top = (self.rows + 2) * _ROW + _HEAD
         self.legend_y = -_ROW * 1.4
