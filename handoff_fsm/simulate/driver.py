@@ -532,6 +532,7 @@ class Simulation:
             faults=dict(self._faults.counts)
             if self._faults is not None
             else dict.fromkeys(FAULT_COUNTERS, 0),
+            fault_log=tuple(self._faults.log) if self._faults is not None else (),
             latencies_ms=tuple(self.latencies_ms),
             transfer_delays_ms=tuple(self.transfer.delays_ms),
             events=self.events,

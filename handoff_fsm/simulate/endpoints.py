@@ -310,7 +310,7 @@ class FakeDestination(_Endpoint):
         for _ in range(self._output_tokens):
             decoding += decode()
         post((now + decoding, sequence(), self._decoded, h, None, None))
-        cancel_at = faults.decode_cancel() if faults is not None else None
+        cancel_at = faults.decode_cancel(h.index) if faults is not None else None
         if cancel_at is not None:
             post((now + cancel_at * decoding, sequence(), self._decode_canceled, h, None, None))
 

@@ -234,6 +234,7 @@ class FaultInjector:
         "_transfer_rate",
         "_window",
         "counts",
+        "log",
     )
 
     def __init__(self, plan: FaultPlan, rng: Random) -> None:
@@ -263,6 +264,13 @@ class FaultInjector:
             else:
                 self._scripted_transfers.add(entry.handoff)
         self.counts: dict[str, int] = dict.fromkeys(FAULT_COUNTERS, 0)
+        self.log: list[tuple[int, str]] = []
+        """Every fault injected, as (handoff number, counter name), in the order drawn:
+        which handoff got which fault (faults are rare, so this costs the hot path nothing)."""
+
+    def _count(self, handoff: int, kind: str) -> None:
+        self.counts[kind] += 1
+        self.log.append((handoff, kind))
 
     def ack_fault(self, handoff: int, kind: type[HandoffAction]) -> AckFault | None:
         """The fault, if any, of the next acknowledgement of ``kind`` in ``handoff``.
@@ -288,7 +296,7 @@ class FaultInjector:
                 fault = AckFault.DUPLICATE
             else:
                 fault = AckFault.LATE
-        self.counts[f"ack_{fault.value}"] += 1
+        self._count(handoff, f"ack_{fault.value}")
         return fault
 
     def transfer_fails(self, handoff: int) -> bool:
@@ -297,17 +305,18 @@ class FaultInjector:
             self._transfer_rate > 0.0 and self._draw() < self._transfer_rate
         )
         if fails:
-            self.counts["transfer_failed"] += 1
+            self._count(handoff, "transfer_failed")
         return fails
 
-    def decode_cancel(self) -> float | None:
-        """When a decoding request is canceled, as a fraction of its decode (None: it is not).
+    def decode_cancel(self, handoff: int) -> float | None:
+        """When ``handoff``'s decoding request is canceled, as a fraction of its decode
+        (None: it is not).
 
         Draws only when the plan cancels decodes, so other plans' fault streams stay as
         they were."""
         rate = self._decode_cancel
         if rate > 0.0 and self._draw() < rate:
-            self.counts["decode_canceled"] += 1
+            self._count(handoff, "decode_canceled")
             return self._draw()
         return None
 
@@ -319,5 +328,5 @@ class FaultInjector:
             if draw() < probability:
                 facts.append((draw() * self._window, cls))
         for _, cls in facts:
-            self.counts[f"fact_{cls.__name__}"] += 1
+            self._count(handoff, f"fact_{cls.__name__}")
         return facts

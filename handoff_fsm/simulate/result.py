@@ -91,6 +91,8 @@ class SimulationResult:
     cancels the destination at once."""
     faults: dict[str, int]
     """Injected faults, by kind."""
+    fault_log: tuple[tuple[int, str], ...]
+    """Every injected fault as (handoff number, kind as in :attr:`faults`), in the order drawn."""
     latencies_ms: tuple[float, ...]
     """Virtual time from start() to Complete, per completed handoff (completion order)."""
     transfer_delays_ms: tuple[float, ...]
