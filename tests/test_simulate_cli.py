@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from handoff_fsm.simulate import (
     SimulationConfig,
     TraceWriter,
 )
+from handoff_fsm.simulate.config import command_config
 from handoff_fsm.simulate.summary import WALL_CLOCK_KEYS
 
 
@@ -136,16 +138,16 @@ def test_a_recorded_trace_replays_to_what_the_simulation_saw(
     assert replayed.read_text(encoding="utf-8").splitlines() == replies
 
 
-def stuck_config(**settings: Any) -> SimulationConfig:
+def stuck_config(**options: Any) -> SimulationConfig:
     """The CLI's configuration, but handoff 0 loses an acknowledgement and nothing times out."""
     plan = FaultPlan(script=(ScriptedAck(0, ActivateDestination, AckFault.LOSE),))
-    return SimulationConfig(**{**settings, "faults": plan, "deadline_ms": None})
+    return replace(command_config(**options), faults=plan, deadline_ms=None)
 
 
 def test_a_problem_makes_the_exit_status_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli_module, "SimulationConfig", stuck_config)
+    monkeypatch.setattr(cli_module, "command_config", stuck_config)
     assert main(["simulate", "--handoffs", "2"]) == 1
     assert "problem: h0: never completed" in capsys.readouterr().out
     status, summary = run_json(capsys, "--handoffs", "2")

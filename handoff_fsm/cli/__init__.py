@@ -251,6 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write every coordinator input to OUT (JSONL, each line with its virtual "
         "time at_ms)",
     )
+    simulate.add_argument(
+        "--plots",
+        metavar="DIR",
+        help="also write SVG plots (latency, time per phase, KV holds) and summary.md to DIR "
+        "(needs matplotlib: pip install 'handoff-fsm[plots]')",
+    )
     simulate.add_argument("--json", action="store_true", help="print the summary as JSON")
     simulate.add_argument(
         "--no-progress",

@@ -2,20 +2,25 @@
 
 Rule kept here: stdout carries only the summary (a table, or one JSON object
 with ``--json``); the progress bar goes to stderr, only when stderr is a
-terminal, the run is long and ``--json`` is off. Exit status: 0 for a clean
-run, 1 when the run reported a problem (a leak, a stuck handoff, a late input
-that issued actions, something undrained), 2 for a usage error (for example
-``--backend trtllm``, which has no handoff order).
+terminal, the run is long and ``--json`` is off. ``--plots DIR`` records every
+handoff's times (:mod:`handoff_fsm.simulate.phases`) and writes the plots and
+``summary.md`` (:mod:`handoff_fsm.simulate.report`) after the run, saying so on
+stderr; matplotlib, which only it needs, is checked for before the run. Exit
+status: 0 for a clean run, 1 when the run reported a problem (a leak, a stuck
+handoff, a late input that issued actions, something undrained), 2 for a usage
+error (for example ``--backend trtllm``, which has no handoff order, or
+``--plots`` without matplotlib).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
+from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
@@ -23,10 +28,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from handoff_fsm.cli.files import named_errors
 from handoff_fsm.errors import HandoffError
-from handoff_fsm.model import Backend, Revision
-from handoff_fsm.simulate.config import SimulationConfig
+from handoff_fsm.simulate.config import command_config
 from handoff_fsm.simulate.driver import Simulation
-from handoff_fsm.simulate.faults import FaultPlan
+from handoff_fsm.simulate.phases import PhaseRecorder, timed_simulation
+from handoff_fsm.simulate.plots import PlotsUnavailableError, require_matplotlib
 from handoff_fsm.simulate.summary import render, summarize
 from handoff_fsm.simulate.trace import TraceWriter
 
@@ -37,21 +42,28 @@ LONG_RUN = 20_000
 def cli_simulate(args: argparse.Namespace) -> int:
     """``handoff-fsm simulate --backend B --handoffs N --concurrency C --fault-rate P --seed S``."""
     try:
-        config = SimulationConfig(
-            backend=Backend(args.backend),
+        config = command_config(
+            backend=args.backend,
             handoffs=args.handoffs,
             concurrency=args.concurrency,
             seed=args.seed,
-            faults=replace(
-                FaultPlan.uniform(args.fault_rate), decode_cancel=args.decode_cancel_rate
-            ),
-            coordinator_engine=args.engine,
-            revision=Revision(args.revision),
+            fault_rate=args.fault_rate,
+            decode_cancel_rate=args.decode_cancel_rate,
+            engine=args.engine,
+            revision=args.revision,
         )
     except HandoffError as error:  # unsupported_backend
         return _usage_error(args, error.code.value, error.message)
     except ValueError as error:
         return _usage_error(args, "invalid_argument", str(error))
+    plots = Path(args.plots) if args.plots is not None else None
+    if plots is not None:
+        try:
+            require_matplotlib()  # before the run, which may be long
+        except PlotsUnavailableError as error:
+            return _usage_error(args, "missing_dependency", str(error))
+        if plots.exists() and not plots.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(plots))
 
     show_progress = (
         not args.json
@@ -65,15 +77,27 @@ def cli_simulate(args: argparse.Namespace) -> int:
             stack.enter_context(named_errors(args.trace))  # a full disk names the trace file
             trace = stack.enter_context(open(args.trace, "w", encoding="utf-8"))
         on_progress = stack.enter_context(_progress_bar(config.handoffs)) if show_progress else None
-        simulation = Simulation(
-            config,
-            # each line carries the virtual time it was fed at (read while the run runs)
-            recorder=TraceWriter(trace, clock=lambda: simulation.now) if trace else None,
-            on_progress=on_progress,
-            progress_every=max(1, config.handoffs // 200),
-        )
+        # each trace line carries the virtual time it was fed at (read while the run runs)
+        writer = TraceWriter(trace, clock=lambda: simulation.now) if trace is not None else None
+        every = max(1, config.handoffs // 200)
+        phases: PhaseRecorder | None = None
+        if plots is not None:
+            simulation, phases = timed_simulation(
+                config, inner=writer, on_progress=on_progress, progress_every=every
+            )
+        else:
+            simulation = Simulation(
+                config, recorder=writer, on_progress=on_progress, progress_every=every
+            )
         result = simulation.run()
 
+    if plots is not None and phases is not None:
+        from handoff_fsm.simulate.report import write_plots
+
+        with named_errors(str(plots)):
+            written = write_plots(plots, result, phases.times(result.fault_log))
+        names = ", ".join(path.name for path in written)
+        print(f"handoff-fsm simulate: wrote {names} to {plots}", file=sys.stderr)
     summary = summarize(result)
     if args.json:
         sys.stdout.write(json.dumps(summary) + "\n")

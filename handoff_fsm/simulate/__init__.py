@@ -5,8 +5,11 @@ Public API of the package only; no logic here. Modules: :mod:`.config`
 (fake source, destination, transfer), :mod:`.driver` (the event loop; every input
 goes through a :class:`~handoff_fsm.policy.SessionPolicy`), :mod:`.recorded` and
 :mod:`.trace` (recording what reaches each coordinator),
-:mod:`.result` / :mod:`.summary` (what a run produced), :mod:`.fixture`
-(conformance records); the ``handoff-fsm simulate`` command is
+:mod:`.result` / :mod:`.summary` (what a run produced), :mod:`.phases` (where
+each handoff's time went, and who held its KV), :mod:`.plots` / :mod:`.report`
+(``--plots``: SVGs drawn with the optional matplotlib, and ``summary.md``; not
+imported here, so importing this package never loads matplotlib),
+:mod:`.fixture` (conformance records); the ``handoff-fsm simulate`` command is
 :mod:`handoff_fsm.cli.simulate`.
 """
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import repeat
 from random import Random
 
@@ -215,3 +215,27 @@ class SimulationConfig:
         """The order the coordinators run with: the override, else the backend's."""
         backend_order = expected_order(self.backend, self.revision)
         return backend_order if self.order is None else self.order
+
+
+def command_config(
+    *,
+    backend: Backend | str = Backend.VLLM,
+    handoffs: int = 1000,
+    concurrency: int = 64,
+    seed: int = 0,
+    fault_rate: float = 0.0,
+    decode_cancel_rate: float = 0.0,
+    engine: Engine = "compiled",
+    revision: Revision | str = Revision.SEED,
+) -> SimulationConfig:
+    """The configuration ``handoff-fsm simulate`` runs for its options (the one place
+    that maps them, so a configuration can be told back as a command line)."""
+    return SimulationConfig(
+        backend=Backend(backend),
+        handoffs=handoffs,
+        concurrency=concurrency,
+        seed=seed,
+        faults=replace(FaultPlan.uniform(fault_rate), decode_cancel=decode_cancel_rate),
+        coordinator_engine=engine,
+        revision=Revision(revision),
+    )

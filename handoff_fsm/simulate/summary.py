@@ -92,25 +92,27 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f} ms"
 
 
-def render(summary: dict[str, Any], console: Console) -> None:
-    """Print ``summary`` as a table (with wall-clock throughput) and any problems."""
+def title(summary: dict[str, Any]) -> str:
+    """The table's title: what ran (backend, order, size, faults, seed)."""
     rate = summary["fault_rate"]
-    table = Table(
-        title=(
-            f"handoff-fsm simulate: {summary['backend']} ({summary['order']}), "
-            f"{summary['handoffs']} handoffs, concurrency {summary['concurrency']}, "
-            f"fault rate {rate if rate is not None else 'custom'}, seed {summary['seed']}"
-        ),
-        title_justify="left",
+    return (
+        f"handoff-fsm simulate: {summary['backend']} ({summary['order']}), "
+        f"{summary['handoffs']} handoffs, concurrency {summary['concurrency']}, "
+        f"fault rate {rate if rate is not None else 'custom'}, seed {summary['seed']}"
     )
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    leaked = summary["leaked"]
-    rows: list[tuple[str, str]] = [
+
+
+def rows(summary: dict[str, Any], *, wall_clock: bool = True) -> list[tuple[str, str]]:
+    """The table's ``(metric, value)`` rows; sub-rows start with two spaces.
+
+    ``wall_clock=False`` leaves out the rows that differ between runs of the same
+    seed (wall clock, throughput): what a file that must not change keeps.
+    """
+    table: list[tuple[str, str]] = [
         ("completed", f"{summary['completed']} / {summary['handoffs']}"),
         ("succeeded", str(summary["succeeded"])),
         ("canceled", str(summary["canceled"])),
-        ("leaked", f"[bold red]{leaked}[/]" if leaked else "0"),
+        ("leaked", str(summary["leaked"])),
         ("stuck", str(summary["stuck"])),
         ("cleanup abandoned", str(summary["abandoned"])),
         ("rejected inputs", str(summary["rejected"])),
@@ -130,23 +132,35 @@ def render(summary: dict[str, Any], console: Console) -> None:
         *((f"  {kind}", str(n)) for kind, n in summary["faults"].items() if n),
     ]
     for prefix, label in (("transfer_delay", "transfer delay"), ("latency", "end-to-end latency")):
-        rows += [
+        table += [
             (f"{label} {name}", _ms(summary[f"{prefix}_{name}_ms"]))
             for name in ("p50", "p90", "p99", "max")
         ]
-    rows += [
+    table += [
         ("virtual time", _ms(summary["virtual_ms"])),
         ("events", str(summary["events"])),
-        ("wall clock", f"{summary['wall_s']:.3f} s"),
-        (
-            "throughput",
-            "-"
-            if summary["handoffs_per_s"] is None
-            else f"{summary['handoffs_per_s']:,.0f} handoffs/s",
-        ),
     ]
-    for metric, value in rows:
-        table.add_row(metric, value)
+    if wall_clock:
+        table += [
+            ("wall clock", f"{summary['wall_s']:.3f} s"),
+            (
+                "throughput",
+                "-"
+                if summary["handoffs_per_s"] is None
+                else f"{summary['handoffs_per_s']:,.0f} handoffs/s",
+            ),
+        ]
+    return table
+
+
+def render(summary: dict[str, Any], console: Console) -> None:
+    """Print ``summary`` as a table (with wall-clock throughput) and any problems."""
+    table = Table(title=title(summary), title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for metric, value in rows(summary):
+        alarm = metric == "leaked" and summary["leaked"]
+        table.add_row(escape(metric), f"[bold red]{value}[/]" if alarm else escape(value))
     console.print(table)
     for problem in summary["first_problems"]:
         console.print(f"[bold red]problem:[/] {escape(problem)}", highlight=False)
