@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install graphviz check test diagrams bench bench-check clean
+.PHONY: install graphviz check test diagrams figures bench bench-check clean
 
 install: $(VENV)/.installed
 
@@ -34,9 +34,21 @@ test: install graphviz check
 	tools/mermaid-check/install.sh
 	HANDOFF_FSM_REQUIRE_ALL=1 $(BIN)/pytest
 
-diagrams: install graphviz
+diagrams: install graphviz figures
 	$(BIN)/handoff-fsm diagrams diagrams
 	$(BIN)/handoff-fsm review -o diagrams/REVIEW.md
+
+# README's simulation figures: one seeded run (trace, plots, summary.md) and the lifecycle
+# of one of its handoffs, drawn from that trace. tests/test_figures.py runs these lines.
+FIGURES := docs/figures
+FIGURES_RUN := --handoffs 200 --fault-rate 0.05 --seed 7
+FIGURES_LIFECYCLE := --coordinator h12 --title "h12: the release acknowledgement comes late, the deadline cancels"
+
+figures: install graphviz
+	mkdir -p $(FIGURES)
+	$(BIN)/handoff-fsm simulate $(FIGURES_RUN) --trace $(FIGURES)/run.jsonl --plots $(FIGURES)
+	$(BIN)/handoff-fsm lifecycle $(FIGURES)/run.jsonl $(FIGURES_LIFECYCLE) -o $(FIGURES)/lifecycle.mmd
+	$(BIN)/handoff-fsm lifecycle $(FIGURES)/run.jsonl $(FIGURES_LIFECYCLE) -o $(FIGURES)/lifecycle.svg
 
 bench: install
 	$(PY) benchmarks/run.py
