@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from handoff_fsm import (
     TimedOut,
     TransferCompleted,
 )
-from handoff_fsm.io.replay import TraceReplayer, replay
+from handoff_fsm.io.replay import _OP_SHAPES, TraceReplayer, replay
 from handoff_fsm.io.wire import fact_to_wire, outcome_to_wire
 from tests.differential import random_trace
 from tests.support import HANDOFF_ID, OTHER_ID, destination_reserved, source_held
@@ -337,3 +338,16 @@ def test_remember_zero_keeps_only_keys() -> None:
         "forgotten_coordinator",
     ]
     assert all(r["completion"] == "Canceled" for r in replies[1:])
+
+
+def test_each_ops_shapes_are_its_required_keys_plus_every_subset_of_the_optional() -> None:
+    # What lets replay check a line's keys by two set comparisons (_KEY_RANGES).
+    for name, shapes in _OP_SHAPES.items():
+        required, allowed = shapes[0], shapes[-1]
+        optional = sorted(allowed - required)
+        subsets = [
+            required | set(chosen)
+            for size in range(len(optional) + 1)
+            for chosen in combinations(optional, size)
+        ]
+        assert sorted(map(sorted, shapes)) == sorted(map(sorted, subsets)), name

@@ -28,6 +28,5 @@ def cli_replay(args: argparse.Namespace) -> int:
             max_line_bytes=args.max_line_bytes,
             revision=Revision(args.revision),
         ):
-            write(reply)
-            write("\n")
+            write(f"{reply}\n")
     return 0

@@ -75,7 +75,14 @@ _OP_SHAPES: dict[str, tuple[frozenset[str], ...]] = {
     "outcome": (_REQUIRED | {"action_id", "outcome"},),
 }
 """Every op may also carry ``"at_ms"`` (:mod:`handoff_fsm.io.clock`), checked apart."""
-_TIME_KEYS = frozenset({TIME_KEY})
+_KEY_RANGES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    name: (shapes[0], shapes[-1] | {TIME_KEY}) for name, shapes in _OP_SHAPES.items()
+}
+"""Per op, (required keys, allowed keys): a line's keys are valid iff they lie between.
+
+That is the same as "one of the op's shapes, perhaps with ``at_ms``" because each op's
+shapes are exactly the required keys plus every subset of its optional ones (checked
+in tests/test_replay.py), and two set comparisons cost less than trying each shape."""
 
 
 class _Live:
@@ -172,21 +179,19 @@ class TraceReplayer:
         if key is None:
             raise _invalid('"coordinator" must be a string naming the coordinator')
         name = op.get("op")
-        shapes = _OP_SHAPES.get(name) if type(name) is str else None
-        if shapes is None:
+        key_range = _KEY_RANGES.get(name) if type(name) is str else None
+        if key_range is None:
             raise _invalid(f'"op" must be one of {sorted(_OP_SHAPES)}, got {quoted(name)}')
         keys: AbstractSet[str] = op.keys()
-        timed = TIME_KEY in op
-        if timed:  # every line may carry its time
-            keys = keys - _TIME_KEYS
-        if not any(keys == shape for shape in shapes):
-            required, allowed = shapes[0], shapes[-1]
+        required, allowed = key_range
+        if not required <= keys <= allowed:  # every line may also carry its time
             missing = sorted(required - keys)
             unknown = [quoted(k) for k in sorted(keys - allowed)[:4]]
             raise _invalid(
                 f"op {name!r}: missing keys {missing}, unknown keys [{', '.join(unknown)}"
                 f"{', ...' if len(keys - allowed) > 4 else ''}]"
             )
+        timed = TIME_KEY in op
         # Read the whole line, then its time, then act: a line refused while being read
         # leaves the clock alone, and one refused for its time reaches no coordinator.
         if name == "new":
