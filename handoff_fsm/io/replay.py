@@ -100,7 +100,7 @@ class _Live:
 
 
 DEFAULT_REMEMBER_COMPLETED = 10_000
-"""Completed coordinators kept answering late lines: ~11 MB, far more than arrive late."""
+"""Completed coordinators kept answering late lines: ~7 MB or more (benchmarks/ledger.py)."""
 
 
 class TraceReplayer:
