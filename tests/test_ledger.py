@@ -60,7 +60,7 @@ def test_long_keys_use_multi_byte_lengths() -> None:
 )
 def test_bytes_per_key(shape: str, make: Callable[[int], str], bound: int) -> None:
     """The ledger's own allocations per key (tracemalloc; README quotes benchmarks/ledger.py)."""
-    count = 200_000
+    count = 50_000
     keys = [make(i) for i in range(count)]
     ledger_bytes = _allocated(lambda: _fill(RetiredKeys(), keys))
     # What a dict of the keys would hold: its table and the str objects of its keys.

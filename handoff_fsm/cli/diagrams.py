@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
 from pathlib import Path
 
@@ -83,6 +84,8 @@ def cli_review(args: argparse.Namespace) -> int:
     """
     try:
         with named_errors(args.output):
+            if Path(args.output).is_dir():  # said now, not after the review is computed
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), args.output)
             output = write_review(Path(args.output), against=args.against, git=args.git)
     except HandoffError as error:
         return _fail("review", error)
