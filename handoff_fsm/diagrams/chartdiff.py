@@ -78,6 +78,15 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _present(
+    before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+) -> Mapping[str, Any]:
+    """A delta's description: the new side where there is one, else the removed one."""
+    data = after if after is not None else before
+    assert data is not None
+    return data
+
+
 @dataclass(frozen=True, slots=True)
 class StateDelta:
     id: str
@@ -89,9 +98,7 @@ class StateDelta:
 
     @property
     def data(self) -> Mapping[str, Any]:
-        data = self.after if self.after is not None else self.before
-        assert data is not None
-        return data
+        return _present(self.before, self.after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +110,7 @@ class EdgeDelta:
 
     @property
     def data(self) -> Mapping[str, Any]:
-        data = self.after if self.after is not None else self.before
-        assert data is not None
-        return data
+        return _present(self.before, self.after)
 
     @property
     def is_rejection(self) -> bool:
