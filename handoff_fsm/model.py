@@ -209,6 +209,11 @@ class HandoffTransferTiming(_Value):
         }
         super().__init__(**{k: v for k, v in given.items() if v is not _UNSET}, **unknown)
 
+    # This __init__ only maps positional arguments to fields, so pydantic may validate
+    # without it: a fact holding a timing is read at a third of the cost (without the
+    # marker, pydantic-core calls __init__ for every nested timing it validates).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     def delay_ms(self, destination_missing_tokens: int) -> float | None:
         """Transfer delay in ms for this footprint, or ``None`` without a usable model.
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
+from unittest.mock import patch
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from handoff_fsm.errors import HandoffError, HandoffErrorCode
+from handoff_fsm.io import jsontext
 from handoff_fsm.io.jsontext import MAX_NESTING, dumps, loads, nesting
 
 
@@ -122,3 +127,55 @@ def test_paired_surrogates_are_characters() -> None:
 def test_messages_quote_little_of_the_input() -> None:
     message = refused('{"' + "k" * 100_000 + '": 1, "' + "k" * 100_000 + '": 2}')
     assert len(message) < 200
+
+
+def _read(reader: Callable[[str], object], text: str) -> str:
+    """What ``reader`` makes of ``text``, as comparable text (a value or the error)."""
+    try:
+        return "value " + dumps(reader(text)) + repr(reader(text))
+    except HandoffError as error:
+        return f"error {error.code.value} {error.message}"
+
+
+_JSON_PIECES = st.sampled_from(
+    [
+        '{"a": 1',
+        ', "a": 2',
+        ', "b": -0',
+        "}",
+        "[",
+        "]",
+        ", ",
+        " ",
+        "\n",
+        "\r\n",
+        "\t",
+        '"x:y"',
+        ": ",
+        "18446744073709551616",
+        "NaN",
+        "tru",
+        "true",
+        "0",
+        "-0.0",
+        "{}",
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_JSON_PIECES, max_size=12).map("".join))
+def test_the_scanner_shortcut_reads_every_text_as_the_whole_decoder_does(text: str) -> None:
+    # loads reads a line with no surrounding whitespace by the scanner directly: for
+    # every text, that must give the value (or the error) the whole decoder gives.
+    assert _read(loads, text) == _read(_exact_with_rules, text)
+
+
+def _exact_with_rules(text: str) -> object:
+    """loads without its shortcut: the same checks, then always the whole decoder."""
+
+    def never(text: str, index: int) -> tuple[object, int]:
+        raise StopIteration(index)
+
+    with patch.object(jsontext, "_scan", never):
+        return loads(text)

@@ -21,7 +21,7 @@ from handoff_fsm import (
     TimedOut,
     TransferCompleted,
 )
-from handoff_fsm.io.replay import _OP_SHAPES, TraceReplayer, replay
+from handoff_fsm.io.replay import _KEY_RANGES, _OP_OF_KEYS, _OP_SHAPES, TraceReplayer, replay
 from handoff_fsm.io.wire import fact_to_wire, outcome_to_wire
 from tests.differential import random_trace
 from tests.support import HANDOFF_ID, OTHER_ID, destination_reserved, source_held
@@ -351,3 +351,21 @@ def test_each_ops_shapes_are_its_required_keys_plus_every_subset_of_the_optional
             for chosen in combinations(optional, size)
         ]
         assert sorted(map(sorted, shapes)) == sorted(map(sorted, subsets)), name
+
+
+def test_the_key_set_lookup_accepts_exactly_what_the_key_ranges_accept() -> None:
+    # Replay recognises a valid line by one lookup of its key set (_OP_OF_KEYS) and
+    # words a refusal by the key ranges (_KEY_RANGES): both must be the same rule, for
+    # every key set made of the known keys, the time and a stranger.
+    known = sorted({key for _, allowed in _KEY_RANGES.values() for key in allowed} | {"stranger"})
+    for size in range(len(known) + 1):
+        for chosen in combinations(known, size):
+            keys = frozenset(chosen)
+            by_ranges = [
+                name
+                for name, (required, allowed) in _KEY_RANGES.items()
+                if required <= keys <= allowed
+            ]
+            looked_up = _OP_OF_KEYS.get(keys)
+            assert len(by_ranges) <= 1, keys
+            assert looked_up == ((by_ranges[0], "at_ms" in keys) if by_ranges else None), keys

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
@@ -71,6 +72,8 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 _DECODER = json.JSONDecoder(parse_int=_integer, object_pairs_hook=_object)
 _decode = _DECODER.decode
+_scan: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+"""The decoder's own scanner (typeshed omits it): ``decode`` is this, between whitespace."""
 
 # A JSON string, or an unterminated one running to the end of the text: the match
 # can never fail once it has started, so stripping strings is linear however
@@ -116,15 +119,35 @@ def loads(text: str | bytes) -> Any:
             f"invalid JSON: nested more than {MAX_NESTING} objects/arrays deep "
             "(a trace line nests at most 4)"
         )
+    # A value with no whitespace around it but a final newline, as a trace line is, is
+    # read by the scanner directly (``decode`` without its whitespace matching); any
+    # other text, and any error, by the whole decoder, which names the error.
     try:
-        value = _decode(text)
+        value, end = _scan(text, 0)
+        scanned = end == len(text) or text[end:] == "\n"
     except _RepeatedKeyError as error:
-        raise _invalid(f"invalid JSON: key {quoted(error.key)} repeated in one object") from None
-    except ValueError as error:  # json.JSONDecodeError
-        raise _invalid(f"invalid JSON: {error}") from None
+        raise _repeated(error) from None
+    except (StopIteration, ValueError):  # json.JSONDecodeError is a ValueError
+        scanned = False
+    if not scanned:
+        value = _exact(text)
     if ("\\ud" in text or "\\uD" in text) and _has_lone_surrogate(value):
         raise _invalid("invalid JSON: a \\u escape is a lone UTF-16 surrogate")
     return value
+
+
+def _exact(text: str) -> Any:
+    """``text`` read by the whole decoder, which names the error precisely."""
+    try:
+        return _decode(text)
+    except _RepeatedKeyError as error:
+        raise _repeated(error) from None
+    except ValueError as error:  # json.JSONDecodeError
+        raise _invalid(f"invalid JSON: {error}") from None
+
+
+def _repeated(error: _RepeatedKeyError) -> HandoffError:
+    return _invalid(f"invalid JSON: key {quoted(error.key)} repeated in one object")
 
 
 def _has_lone_surrogate(value: Any) -> bool:

@@ -82,7 +82,24 @@ _KEY_RANGES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 
 That is the same as "one of the op's shapes, perhaps with ``at_ms``" because each op's
 shapes are exactly the required keys plus every subset of its optional ones (checked
-in tests/test_replay.py), and two set comparisons cost less than trying each shape."""
+in tests/test_replay.py). It words the error for a line whose keys fit no shape."""
+
+
+def _op_of_keys() -> dict[frozenset[str], tuple[str, bool]]:
+    """Every valid key set of a line: the op it must name, and whether it is timed."""
+    table: dict[frozenset[str], tuple[str, bool]] = {}
+    for name, shapes in _OP_SHAPES.items():
+        for shape in shapes:
+            for timed in (False, True):
+                keys = shape | {TIME_KEY} if timed else shape
+                assert keys not in table, f"ops {table[keys][0]!r} and {name!r} share {keys}"
+                table[keys] = (name, timed)
+    return table
+
+
+_OP_OF_KEYS = _op_of_keys()
+"""A line's key set names the one op it can be (no two ops share one): a valid line is
+recognised by one lookup, and only a refused one is examined key by key."""
 
 
 class _Live:
@@ -161,56 +178,39 @@ class TraceReplayer:
                     f"{self.max_line_bytes} bytes (--max-line-bytes); skipped",
                 ),
             )
-        key: str | None = None
         self.line_at_ms = None
+        key: str | None = None
         try:
             op = loads(line)
-            if type(op) is dict and type(op.get("coordinator")) is str:
-                key = op["coordinator"]
-            return self._apply(op, key, line_number)
+            shape = _OP_OF_KEYS.get(frozenset(op)) if type(op) is dict else None
+            if shape is None or op["op"] != shape[0] or type(op["coordinator"]) is not str:
+                key = op.get("coordinator") if type(op) is dict else None
+                if type(key) is not str:
+                    key = None
+                raise _refused(op, key)
+            key = op["coordinator"]
+            name, timed = shape
+            # Read the whole line, then its time, then act: a line refused while being
+            # read leaves the clock alone, and one refused for its time reaches no
+            # coordinator.
+            if name == "new":
+                created = self._read_new(op)
+                if timed:
+                    self.line_at_ms = self.clock.advance(op[TIME_KEY], line_number)
+                return self._new(key, *created)
+            if name == "outcome":
+                action_id = u64_from_wire(op["action_id"], "action_id")
+                value: HandoffFact | HandoffActionOutcome | None = outcome_from_wire(op["outcome"])
+            else:
+                action_id = None
+                value = fact_from_wire(op["fact"]) if name == "fact" else None
+            if timed:
+                self.line_at_ms = self.clock.advance(op[TIME_KEY], line_number)
+            return self._dispatch(key, value, action_id)
         except HandoffError as error:
             if error.code is HandoffErrorCode.INVALID_INPUT:
                 error.message = f"line {line_number}: {error.message}"
             return self._error_reply(key, error)
-
-    def _apply(self, op: Any, key: str | None, line_number: int) -> str:
-        if type(op) is not dict:
-            raise _invalid(f"a trace line is a JSON object, got {type(op).__name__}")
-        if key is None:
-            raise _invalid('"coordinator" must be a string naming the coordinator')
-        name = op.get("op")
-        key_range = _KEY_RANGES.get(name) if type(name) is str else None
-        if key_range is None:
-            raise _invalid(f'"op" must be one of {sorted(_OP_SHAPES)}, got {quoted(name)}')
-        keys: AbstractSet[str] = op.keys()
-        required, allowed = key_range
-        if not required <= keys <= allowed:  # every line may also carry its time
-            missing = sorted(required - keys)
-            unknown = [quoted(k) for k in sorted(keys - allowed)[:4]]
-            raise _invalid(
-                f"op {name!r}: missing keys {missing}, unknown keys [{', '.join(unknown)}"
-                f"{', ...' if len(keys - allowed) > 4 else ''}]"
-            )
-        timed = TIME_KEY in op
-        # Read the whole line, then its time, then act: a line refused while being read
-        # leaves the clock alone, and one refused for its time reaches no coordinator.
-        if name == "new":
-            created = self._read_new(op)
-            if timed:
-                self.line_at_ms = self.clock.advance(op[TIME_KEY], line_number)
-            return self._new(key, *created)
-        action_id = None
-        value: HandoffFact | HandoffActionOutcome | None
-        if name == "start":
-            value = None
-        elif name == "fact":
-            value = fact_from_wire(op["fact"])
-        else:
-            action_id = u64_from_wire(op["action_id"], "action_id")
-            value = outcome_from_wire(op["outcome"])
-        if timed:
-            self.line_at_ms = self.clock.advance(op[TIME_KEY], line_number)
-        return self._dispatch(key, value, action_id)
 
     def _read_new(self, op: dict[str, Any]) -> tuple[UUID, HandoffOrder, float, Revision]:
         """The values of a ``new`` line: handoff id, order, fallback and revision."""
@@ -278,11 +278,12 @@ class TraceReplayer:
             del self.live[key]
             live.completion = completion
             self._bury(key, live)
-        return _reply_text(
-            live.prefix,
-            _actions_text(actions, live.handoff_id, live.handoff_id_text),
-            completion,
-            coordinator.is_complete,
+        status = _STATUS[completion, coordinator.is_complete]
+        if not actions:
+            return f'{live.prefix}"actions": [], {status}}}'
+        return (
+            f'{live.prefix}"actions": '
+            f"[{_actions_text(actions, live.handoff_id, live.handoff_id_text)}], {status}}}"
         )
 
     def _missing(self, key: str) -> HandoffError:
@@ -370,8 +371,8 @@ def _actions_text(
     actions: list[IssuedHandoffAction], handoff_id: UUID, handoff_id_text: str
 ) -> str:
     """The actions as JSON text; ``handoff_id_text`` is ``str(handoff_id)``, made once."""
-    if not actions:
-        return ""
+    if len(actions) == 1:  # the usual reply
+        return _issued_text(actions[0], handoff_id, handoff_id_text)
     return ", ".join([_issued_text(issued, handoff_id, handoff_id_text) for issued in actions])
 
 
@@ -385,8 +386,18 @@ def _prefix(key: str | None) -> str:
 def _status_text(completion: HandoffCompletion | None, complete: bool | None = None) -> str:
     if complete is None:
         complete = completion is not None
-    shown = "null" if completion is None else f'"{completion.value}"'
-    return f'"complete": {"true" if complete else "false"}, "completion": {shown}'
+    return _STATUS[completion, complete]
+
+
+_STATUS: dict[tuple[HandoffCompletion | None, bool], str] = {
+    (completion, complete): (
+        f'"complete": {"true" if complete else "false"}, "completion": '
+        f"{'null' if completion is None else json.dumps(completion.value)}"
+    )
+    for completion in (None, *HandoffCompletion)
+    for complete in (False, True)
+}
+"""The end of every reply, by completion and whether the coordinator is complete."""
 
 
 def _float_text(value: float) -> str:
@@ -413,6 +424,26 @@ def _issued_text(issued: IssuedHandoffAction, handoff_id: UUID, handoff_id_text:
 
 def _invalid(message: str) -> HandoffError:
     return handoff_error(HandoffErrorCode.INVALID_INPUT, message)
+
+
+def _refused(op: Any, key: str | None) -> HandoffError:
+    """Why a line whose keys fit none of its op's shapes is refused (the first reason)."""
+    if type(op) is not dict:
+        return _invalid(f"a trace line is a JSON object, got {type(op).__name__}")
+    if key is None:
+        return _invalid('"coordinator" must be a string naming the coordinator')
+    name = op.get("op")
+    key_range = _KEY_RANGES.get(name) if type(name) is str else None
+    if key_range is None:
+        return _invalid(f'"op" must be one of {sorted(_OP_SHAPES)}, got {quoted(name)}')
+    keys: AbstractSet[str] = op.keys()
+    required, allowed = key_range
+    missing = sorted(required - keys)
+    unknown = [quoted(k) for k in sorted(keys - allowed)[:4]]
+    return _invalid(
+        f"op {name!r}: missing keys {missing}, unknown keys [{', '.join(unknown)}"
+        f"{', ...' if len(keys - allowed) > 4 else ''}]"
+    )
 
 
 def replay(

@@ -33,6 +33,7 @@ from handoff_fsm.model import (
     F64,
     FACT_TYPES,
     U64,
+    U64_MAX,
     DestinationReserved,
     HandoffAction,
     HandoffActionOutcome,
@@ -94,8 +95,8 @@ def _tagged(obj: Any, what: str) -> tuple[str, Any]:
 def _validated(cls: type[Any], payload: Any, what: str) -> Any:
     if not isinstance(payload, dict):
         raise _wire_error(f"{what} payload must be an object, got {quoted(payload)}")
-    try:
-        return cls.model_validate(payload)
+    try:  # what model_validate runs, without its Python frame
+        return cls.__pydantic_validator__.validate_python(payload)
     except ValidationError as error:
         raise _wire_error(f"invalid {what}: {_describe(error)}") from None
 
@@ -132,6 +133,8 @@ def handoff_id_from_wire(value: Any, what: str = "handoff_id") -> UUID:
 
 def u64_from_wire(value: Any, what: str) -> int:
     """An integer in ``0..2^64-1``, read exactly as every u64 field of the models reads it."""
+    if type(value) is int and 0 <= value <= U64_MAX:  # all the strict validator accepts
+        return value
     try:
         number: int = _U64(value)
     except ValidationError as error:
