@@ -58,8 +58,8 @@ def run_command(program: list[str]) -> Run:
         return Run(cpu, wall, int(report.read_text(encoding="ascii")))
 
 
-def replay_command(trace: Path) -> list[str]:
-    return ["-m", "handoff_fsm", "replay", str(trace), "-o", os.devnull]
+def replay_command(trace: Path, revision: str = "seed") -> list[str]:
+    return ["-m", "handoff_fsm", "replay", str(trace), "-o", os.devnull, "--revision", revision]
 
 
 def baseline_command(trace: Path) -> list[str]:
@@ -73,6 +73,8 @@ class ReplayResult:
     lines: int
     library: tuple[Run, ...]
     baseline: tuple[Run, ...]
+    library_a976b2bf: tuple[Run, ...]
+    """The same trace replayed under a976b2bf (``--revision``), one run beside each pair."""
     prefix_lines: int
     library_prefix: Run
     baseline_prefix: Run
@@ -107,6 +109,25 @@ class ReplayResult:
         return statistics.median(self.ratios)
 
     @property
+    def ratios_a976b2bf(self) -> tuple[float, ...]:
+        """The a976b2bf replay's CPU time over the baseline's, per repeat."""
+        return tuple(
+            a.seconds / b.seconds for a, b in zip(self.library_a976b2bf, self.baseline, strict=True)
+        )
+
+    @property
+    def ratio_a976b2bf(self) -> float:
+        return statistics.median(self.ratios_a976b2bf)
+
+    @property
+    def library_a976b2bf_seconds(self) -> float:
+        return statistics.median(run.seconds for run in self.library_a976b2bf)
+
+    @property
+    def library_a976b2bf_wall_seconds(self) -> float:
+        return statistics.median(run.wall_seconds for run in self.library_a976b2bf)
+
+    @property
     def library_rss(self) -> int:
         return max(run.max_rss_bytes for run in self.library)
 
@@ -131,17 +152,21 @@ def measure(lines: int, prefix_lines: int, repeats: int) -> ReplayResult:
     empty = tracegen.cached_trace(0)
     library: list[Run] = []
     baseline: list[Run] = []
+    a976b2bf: list[Run] = []
     for i in range(repeats):
         if i % 2 == 0:
             library.append(run_command(replay_command(trace)))
             baseline.append(run_command(baseline_command(trace)))
+            a976b2bf.append(run_command(replay_command(trace, "a976b2bf")))
         else:
+            a976b2bf.append(run_command(replay_command(trace, "a976b2bf")))
             baseline.append(run_command(baseline_command(trace)))
             library.append(run_command(replay_command(trace)))
     return ReplayResult(
         lines=lines,
         library=tuple(library),
         baseline=tuple(baseline),
+        library_a976b2bf=tuple(a976b2bf),
         prefix_lines=prefix_lines,
         library_prefix=run_command(replay_command(prefix)),
         baseline_prefix=run_command(baseline_command(prefix)),

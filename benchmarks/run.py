@@ -223,11 +223,11 @@ def coordinator_rows(profile: Profile) -> list[Row]:
                 result.ratio_spread,
             )
         )
-    for label, builder in LIVE:
+    live = [(coordinator.LIBRARY, label, builder) for label, builder in LIVE]
+    live.append((coordinator.LIBRARY_A976B2BF, "mid-handoff (a976b2bf)", LIVE[-1][1]))
+    for side, label, builder in live:
         _progress(f"memory, {label}")
-        library = harness.bytes_per_live_object(
-            _built(coordinator.LIBRARY, builder), profile.live_instances
-        )
+        library = harness.bytes_per_live_object(_built(side, builder), profile.live_instances)
         baseline = harness.bytes_per_live_object(
             _built(coordinator.HANDWRITTEN, builder), profile.live_instances
         )
@@ -258,6 +258,18 @@ def replay_rows(profile: Profile) -> list[Row]:
             result.ratio,
             REPLAY_TARGET,
             spread=(min(ratios), max(ratios)) if len(ratios) > 1 else None,
+        ),
+        Row(
+            f"replay {lines}-line trace under a976b2bf, end to end (lines/s)",
+            _throughput(
+                result.lines, result.library_a976b2bf_seconds, result.library_a976b2bf_wall_seconds
+            ),
+            _throughput(result.lines, result.baseline_seconds, result.baseline_wall_seconds),
+            result.ratio_a976b2bf,
+            REPLAY_TARGET,
+            spread=(min(result.ratios_a976b2bf), max(result.ratios_a976b2bf))
+            if len(ratios) > 1
+            else None,
         ),
         Row(
             f"replay peak RSS growth, {result.prefix_lines:,} → {lines} lines (flat = 1.00{TIMES})",
