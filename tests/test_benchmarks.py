@@ -514,8 +514,13 @@ def test_quick_run_prints_every_row() -> None:
     )
     labels = [line.split(" | ")[0].removeprefix("| ") for line in table[1:]]
     assert labels[: len(run.TIMED)] == [label for label, _, _, _ in run.TIMED]
-    assert sum(label.startswith("bytes per live coordinator") for label in labels) == 2
-    assert sum(label.startswith("replay") for label in labels) == 4
+    assert sum(label.startswith("bytes per live coordinator") for label in labels) == 3
+    assert sum(label.startswith("replay") for label in labels) == 5
+    # both revisions are measured where the issue asks them not to regress
+    assert any(
+        label.startswith("bytes per live coordinator, mid-handoff (a976b2bf)") for label in labels
+    )
+    assert any(label.startswith("replay") and "under a976b2bf" in label for label in labels)
     assert labels[-4].startswith("simulate")
     assert labels[-3].startswith("exhaustive exploration, both orders")
     assert labels[-2].startswith("asyncio HandoffSession, 1,000 concurrent")
