@@ -152,20 +152,25 @@ class _Value(BaseModel):
 
 _ModelT = TypeVar("_ModelT", bound=BaseModel)
 _new = object.__new__
-_set = object.__setattr__
+# BaseModel's own slot descriptors, set directly: the same effect as object.__setattr__
+# (which a frozen model needs), without looking each name up along the class's MRO.
+_set_dict = vars(BaseModel)["__dict__"].__set__
+_set_fields_set = vars(BaseModel)["__pydantic_fields_set__"].__set__
+_set_extra = vars(BaseModel)["__pydantic_extra__"].__set__
+_set_private = vars(BaseModel)["__pydantic_private__"].__set__
 
 
 def _trusted(cls: type[_ModelT], values: dict[str, Any], fields_set: set[str]) -> _ModelT:
     """Build a model from already-valid values without running validation.
 
-    Equivalent to what pydantic's own ``model_construct`` produces, at a third of
+    Equivalent to what pydantic's own ``model_construct`` produces, at a fraction of
     its cost. ``fields_set`` is shared per class and never mutated (models are frozen).
     """
     obj = _new(cls)
-    _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", fields_set)
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
+    _set_dict(obj, values)
+    _set_fields_set(obj, fields_set)
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
 
 
