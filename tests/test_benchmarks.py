@@ -29,6 +29,7 @@ import bench_coordinator  # noqa: E402
 import bench_explore  # noqa: E402
 import handwritten  # noqa: E402
 import harness  # noqa: E402
+import instructions  # noqa: E402
 import json_roundtrip  # noqa: E402
 import run  # noqa: E402
 import tracegen  # noqa: E402
@@ -527,3 +528,15 @@ def test_quick_run_prints_every_row() -> None:
     assert labels[-1].startswith("`diff seed a976b2bf`")
     assert "NOT MEASURED" not in result.stdout
     assert "Quick run" in result.stdout
+
+
+def test_instruction_counts_need_valgrind_and_a_window_inside_the_trace(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        instructions.main(["--lines", "0"])
+    with pytest.raises(SystemExit):
+        instructions.main(["--lines", str(instructions.TRACE_LINES)])  # 2N beyond the trace
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert instructions.main(["--lines", "10"]) == 2
+    assert "needs valgrind" in capsys.readouterr().err

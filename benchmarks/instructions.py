@@ -1,0 +1,94 @@
+"""Instructions per replayed line, counted by valgrind: a yardstick that noise cannot move.
+
+Rule kept here: a count, not a time. On a shared VM the CPU time of the same run
+varies by ±30%, which hides a 10% change; the number of instructions a run
+executes does not vary. Each workload runs in a child process under
+``valgrind --tool=callgrind`` on the first ``N`` and the first ``2N`` lines of the
+benchmark trace; the difference over ``N`` is the cost of one line, without
+start-up, imports or the chart's one-time compilation. Instructions are not time
+(the interpreter's loop runs at a lower rate than ``json``'s C code), so this
+compares two versions of the library, not the library with the baseline.
+
+Usage: ``python benchmarks/instructions.py [--lines N] [--workload replay json]``
+(needs ``valgrind``; about a minute per workload at the default N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import tracegen
+
+TRACE_LINES = 250_000
+_CHILD = """
+import json, sys
+from pathlib import Path
+lines = Path(sys.argv[2]).read_bytes().splitlines(keepends=True)[: int(sys.argv[3])]
+from handoff_fsm.io import replay
+if sys.argv[1] == "replay":
+    for _ in replay(lines):
+        pass
+else:
+    for line in lines:
+        json.dumps(json.loads(line.decode()), allow_nan=True)
+"""
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def instructions(workload: str, trace: Path, lines: int) -> int:
+    """Instructions a child executes to import everything and run ``workload`` on ``lines``."""
+    result = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            "-c",
+            _CHILD,
+            workload,
+            str(trace),
+            str(lines),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    match = _COLLECTED.search(result.stderr)
+    if match is None:
+        raise RuntimeError(f"callgrind printed no count:\n{result.stderr[-2000:]}")
+    return int(match.group(1))
+
+
+def per_line(workload: str, lines: int) -> float:
+    """Instructions per line of ``workload``, between the first ``lines`` and ``2 * lines``."""
+    trace = tracegen.cached_trace(TRACE_LINES)
+    return (instructions(workload, trace, 2 * lines) - instructions(workload, trace, lines)) / lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=5000, help="N (default 5000)")
+    parser.add_argument(
+        "--workload", nargs="+", choices=["replay", "json"], default=["replay", "json"]
+    )
+    args = parser.parse_args(argv)
+    if not 0 < args.lines <= TRACE_LINES // 2:
+        parser.error(f"--lines must be in 1..{TRACE_LINES // 2}")
+    if shutil.which("valgrind") is None:
+        print("instructions.py needs valgrind (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    for workload in args.workload:
+        count = per_line(workload, args.lines)
+        window = f"lines {args.lines:,}-{2 * args.lines:,}"
+        print(f"{workload}: {count:,.0f} instructions per line ({window})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
