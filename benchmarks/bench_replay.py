@@ -97,12 +97,14 @@ class ReplayResult:
     def baseline_wall_seconds(self) -> float:
         return statistics.median(run.wall_seconds for run in self.baseline)
 
+    def _over_baseline(self, runs: tuple[Run, ...]) -> tuple[float, ...]:
+        """CPU time of ``runs`` over the baseline's, per repeat (each run beside its pair)."""
+        return tuple(a.seconds / b.seconds for a, b in zip(runs, self.baseline, strict=True))
+
     @property
     def ratios(self) -> tuple[float, ...]:
         """Library CPU time over baseline CPU time, per interleaved pair."""
-        return tuple(
-            a.seconds / b.seconds for a, b in zip(self.library, self.baseline, strict=True)
-        )
+        return self._over_baseline(self.library)
 
     @property
     def ratio(self) -> float:
@@ -111,9 +113,7 @@ class ReplayResult:
     @property
     def ratios_a976b2bf(self) -> tuple[float, ...]:
         """The a976b2bf replay's CPU time over the baseline's, per repeat."""
-        return tuple(
-            a.seconds / b.seconds for a, b in zip(self.library_a976b2bf, self.baseline, strict=True)
-        )
+        return self._over_baseline(self.library_a976b2bf)
 
     @property
     def ratio_a976b2bf(self) -> float:
