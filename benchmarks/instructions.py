@@ -27,9 +27,9 @@ import tracegen
 
 TRACE_LINES = 250_000
 _CHILD = """
-import json, sys
-from pathlib import Path
-lines = Path(sys.argv[2]).read_bytes().splitlines(keepends=True)[: int(sys.argv[3])]
+import itertools, json, sys
+with open(sys.argv[2], "rb") as trace:
+    lines = list(itertools.islice(trace, int(sys.argv[3])))
 from handoff_fsm.io import replay
 if sys.argv[1] == "replay":
     for _ in replay(lines):
