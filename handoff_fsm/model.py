@@ -2,16 +2,17 @@
 
 Rule kept here: values a *caller* builds (facts, timings, outcomes) are validated
 by pydantic on construction; values the *library* builds (actions, issued
-actions) go through a trusted constructor, because their fields come from
-values that were already validated and re-validating them would dominate the
-cost of a handoff. Python names mirror the Rust reference
-(``tests/oracle/reference/replay_handoff.rs``); wire names live in :mod:`handoff_fsm.io.wire`.
+actions, the facts its own fake workers observe) go through a trusted
+constructor, because their fields come from values that were already validated
+and re-validating them would dominate the cost of a handoff. Python names mirror
+the Rust reference (``tests/oracle/reference/replay_handoff.rs``); wire names
+live in :mod:`handoff_fsm.io.wire`.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, NewType, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Final, NewType, Self, TypeVar
 from uuid import UUID
 
 from pydantic import (
@@ -249,10 +250,35 @@ class _Fact(_Value):
     handoff_id: HandoffId
 
 
+_ID_FIELDS: Final = {"handoff_id"}
+_HELD_FIELDS: Final = {"handoff_id", "transfer_timing"}
+_RESERVED_FIELDS: Final = {"handoff_id", "transferable_prompt_tokens"}
+
+
+class _IdOnlyFact(_Fact):
+    """A fact that carries nothing but the handoff it is about."""
+
+    @classmethod
+    def trusted_for(cls, handoff_id: UUID) -> Self:
+        """Trusted constructor (no validation) for a fact the library observed itself.
+
+        The library's own fake workers hold a ``uuid.UUID`` already; on their hot
+        path, validating it again would double the fact's cost.
+        """
+        return _trusted(cls, {"handoff_id": handoff_id}, _ID_FIELDS)
+
+
 class SourceHeld(_Fact):
     """The source holds the prefilled KV cache and says how long moving it takes."""
 
     transfer_timing: HandoffTransferTiming
+
+    @classmethod
+    def trusted(cls, handoff_id: UUID, transfer_timing: HandoffTransferTiming) -> SourceHeld:
+        """Trusted constructor (no validation): see :meth:`TransferCompleted.trusted_for`."""
+        return _trusted(
+            cls, {"handoff_id": handoff_id, "transfer_timing": transfer_timing}, _HELD_FIELDS
+        )
 
 
 class DestinationReserved(_Fact):
@@ -260,20 +286,29 @@ class DestinationReserved(_Fact):
 
     transferable_prompt_tokens: U64
 
+    @classmethod
+    def trusted(cls, handoff_id: UUID, transferable_prompt_tokens: int) -> DestinationReserved:
+        """Trusted constructor (no validation): ``transferable_prompt_tokens`` must be a u64."""
+        values = {
+            "handoff_id": handoff_id,
+            "transferable_prompt_tokens": transferable_prompt_tokens,
+        }
+        return _trusted(cls, values, _RESERVED_FIELDS)
 
-class TransferCompleted(_Fact):
+
+class TransferCompleted(_IdOnlyFact):
     """The KV cache arrived at the destination."""
 
 
-class Failed(_Fact):
+class Failed(_IdOnlyFact):
     """Something failed outside the coordinator: the handoff must be cleaned up."""
 
 
-class TimedOut(_Fact):
+class TimedOut(_IdOnlyFact):
     """The caller's deadline for this handoff passed: the handoff must be cleaned up."""
 
 
-class Canceled(_Fact):
+class Canceled(_IdOnlyFact):
     """The request was canceled: the handoff must be cleaned up."""
 
 

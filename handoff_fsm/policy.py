@@ -304,6 +304,26 @@ def _settings(
     )
 
 
+def _checked_settings(
+    deadline: float | None,
+    ack_timeout: float | None,
+    cleanup_ack_timeout: float | None,
+    cleanup_retries: int,
+) -> _Settings:
+    options = (deadline, ack_timeout, cleanup_ack_timeout, cleanup_retries)
+    try:
+        return _settings(*options)
+    except TypeError:  # an unhashable option: checked without the cache, then refused
+        return _settings.__wrapped__(*options)
+
+
+_COORDINATOR_TYPES: set[type] = set()
+"""Classes already found to have every member of :class:`Coordinated`."""
+_CHECKED_TYPES_KEPT: Final = 64
+
+_new_policy = object.__new__
+
+
 def _duration(name: str, value: float | None, *, zero: bool) -> float | None:
     if value is None:
         return None
@@ -358,18 +378,46 @@ class SessionPolicy:
         cleanup_ack_timeout: float | None = None,
         cleanup_retries: int = 3,
     ) -> None:
-        missing = [name for name in _COORDINATED if not hasattr(type(coordinator), name)]
-        if missing:
-            raise _bad_option(
-                f"coordinator must be a HandoffCoordinator, got {type(coordinator).__name__} "
-                f"(without {', '.join(missing)})"
-            )
+        settings = _checked_settings(deadline, ack_timeout, cleanup_ack_timeout, cleanup_retries)
+        self._bind(coordinator, settings)
+
+    @classmethod
+    def factory(
+        cls,
+        *,
+        deadline: float | None = None,
+        ack_timeout: float | None = None,
+        cleanup_ack_timeout: float | None = None,
+        cleanup_retries: int = 3,
+    ) -> Callable[[Coordinated], SessionPolicy]:
+        """Make policies with these settings for many coordinators, checking them once.
+
+        ``factory(**settings)(coordinator)`` is ``SessionPolicy(coordinator, **settings)``;
+        a runtime that starts thousands of handoffs (the simulator) saves the checks.
+        """
+        settings = _checked_settings(deadline, ack_timeout, cleanup_ack_timeout, cleanup_retries)
+
+        def policy(coordinator: Coordinated) -> SessionPolicy:
+            made = _new_policy(cls)
+            made._bind(coordinator, settings)
+            return made
+
+        return policy
+
+    def _bind(self, coordinator: Coordinated, settings: _Settings) -> None:
+        """Start with nothing awaited, held back or logged, for ``coordinator``."""
+        kind = type(coordinator)
+        if kind not in _COORDINATOR_TYPES:
+            missing = [name for name in _COORDINATED if not hasattr(kind, name)]
+            if missing:
+                raise _bad_option(
+                    f"coordinator must be a HandoffCoordinator, got {kind.__name__} "
+                    f"(without {', '.join(missing)})"
+                )
+            if len(_COORDINATOR_TYPES) >= _CHECKED_TYPES_KEPT:
+                _COORDINATOR_TYPES.clear()  # classes made at run time: keep none alive for long
+            _COORDINATOR_TYPES.add(kind)
         self._coordinator = coordinator
-        options = (deadline, ack_timeout, cleanup_ack_timeout, cleanup_retries)
-        try:
-            settings = _settings(*options)
-        except TypeError:  # an unhashable option: checked without the cache, then refused
-            settings = _settings.__wrapped__(*options)
         (self._deadline, self._cleanup_timeout, self._cleanup_retries, self._specs) = settings
         self._awaiting: dict[int, _Awaited] | None = None
         self._buffer: list[HandoffFact] | None = None

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Callable
+from functools import partial
 
 import pytest
 from pydantic import ValidationError
 
+import handoff_fsm as hf
 from handoff_fsm import (
     DestinationReserved,
     HandoffActionOutcome,
@@ -21,6 +24,7 @@ from handoff_fsm import (
 )
 
 HID = uuid.UUID(int=7)
+TIMING = HandoffTransferTiming(TransferTimingMode.FULL_PROMPT, 4096, 131_072, 25.0)
 
 
 @pytest.mark.parametrize(
@@ -103,3 +107,36 @@ def test_trusted_actions_equal_validated_ones() -> None:
     issued = IssuedHandoffAction.trusted(3, trusted)
     assert issued == IssuedHandoffAction(id=3, action=validated)
     assert issued.model_fields_set == {"id", "action"}
+
+
+@pytest.mark.parametrize(
+    ("trusted", "validated"),
+    [
+        (
+            lambda: hf.SourceHeld.trusted(HID, TIMING),
+            lambda: hf.SourceHeld(handoff_id=HID, transfer_timing=TIMING),
+        ),
+        (
+            lambda: hf.DestinationReserved.trusted(HID, 2**64 - 1),
+            lambda: hf.DestinationReserved(handoff_id=HID, transferable_prompt_tokens=2**64 - 1),
+        ),
+        *(
+            (partial(kind.trusted_for, HID), partial(kind, handoff_id=HID))
+            for kind in (hf.TransferCompleted, hf.Failed, hf.TimedOut, hf.Canceled)
+        ),
+    ],
+)
+def test_a_trusted_fact_is_the_fact_validation_builds(
+    trusted: Callable[[], hf.HandoffFact], validated: Callable[[], hf.HandoffFact]
+) -> None:
+    made, expected = trusted(), validated()
+    assert type(made) is type(expected) and made == expected and hash(made) == hash(expected)
+    assert made.model_fields_set == expected.model_fields_set
+    assert made.model_dump_json() == expected.model_dump_json()
+    with pytest.raises(ValidationError):  # frozen like any fact
+        made.handoff_id = uuid.UUID(int=8)  # type: ignore[misc]
+
+
+def test_facts_with_more_than_an_id_have_no_id_only_constructor() -> None:
+    assert not hasattr(hf.SourceHeld, "trusted_for")
+    assert not hasattr(hf.DestinationReserved, "trusted_for")

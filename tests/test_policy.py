@@ -25,6 +25,7 @@ from handoff_fsm import (
     StartTransfer,
     SubmitPrefill,
 )
+from handoff_fsm import policy as policy_module
 from handoff_fsm.policy import (
     CLEANUP_ACTIONS,
     NOTHING,
@@ -513,10 +514,66 @@ def test_unusable_settings_are_a_coded_configuration_error(
     assert raised.value.code is hf.HandoffErrorCode.INVALID_SESSION_OPTION
 
 
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"deadline": -1.0}, "deadline must be finite and >= 0"),
+        ({"ack_timeout": True}, "ack_timeout must be a number"),
+        ({"cleanup_retries": {}}, "cleanup_retries must be an int"),
+    ],
+)
+def test_a_factory_checks_its_settings_when_made(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(hf.ConfigurationError, match=message) as raised:
+        SessionPolicy.factory(**settings)
+    assert raised.value.code is hf.HandoffErrorCode.INVALID_SESSION_OPTION
+
+
+def test_a_factory_makes_the_policy_the_constructor_makes() -> None:
+    settings: dict[str, Any] = {
+        "deadline": 50.0,
+        "ack_timeout": 5.0,
+        "cleanup_ack_timeout": 2.0,
+        "cleanup_retries": 1,
+    }
+    made = SessionPolicy.factory(**settings)
+    built = made(HandoffCoordinator(HID, HandoffOrder.SOURCE_FIRST, 5.0))
+    fresh = SessionPolicy(HandoffCoordinator(HID, HandoffOrder.SOURCE_FIRST, 5.0), **settings)
+    assert made(HandoffCoordinator(HID, HandoffOrder.SOURCE_FIRST, 5.0)) is not built
+    runs = []
+    for p in (built, fresh):  # the same inputs, then every timer they ask for, in order
+        steps = [
+            p.start(0.0),
+            p.outcome(0, HandoffActionOutcome.SUBMITTED, 1.0),
+            p.fact(hf.Canceled(handoff_id=HID), 2.0),
+        ]
+        timers = sorted(timer for step in steps for timer in step.timers)
+        while timers:
+            step = p.expire(timers.pop(0), 100.0)
+            steps.append(step)
+            timers += step.timers
+        runs.append(steps)
+    assert runs[0] == runs[1]
+    assert built.result == fresh.result
+    assert built.result.resends == 1 and len(built.result.abandoned) == 1  # the rules ran
+
+
 @pytest.mark.parametrize("thing", [None, "h1", object(), 42])
 def test_a_policy_needs_a_coordinator(thing: object) -> None:
     with pytest.raises(hf.ConfigurationError, match="coordinator must be a HandoffCoordinator"):
         SessionPolicy(thing)  # type: ignore[arg-type]
+    with pytest.raises(hf.ConfigurationError, match="coordinator must be a HandoffCoordinator"):
+        SessionPolicy.factory()(thing)  # type: ignore[arg-type]
+
+
+def test_a_class_checked_once_is_not_checked_again_but_others_are() -> None:
+    """The members of a coordinator class are looked up once per class (the cache), and a
+    class without them is refused however many classes were checked before it."""
+    for _ in range(200):  # more classes than the cache keeps: it starts over, never grows
+        kind = type("Coordinator", (HandoffCoordinator,), {})
+        SessionPolicy(kind(HID, HandoffOrder.SOURCE_FIRST, 5.0))
+    assert len(policy_module._COORDINATOR_TYPES) <= 64
+    with pytest.raises(hf.ConfigurationError, match="without handoff_id"):
+        SessionPolicy(type("Partial", (), {})())
 
 
 def test_ints_are_accepted_as_durations() -> None:

@@ -7,8 +7,22 @@ from random import Random
 
 import pytest
 
-from handoff_fsm import Backend, ConformanceError, HandoffErrorCode, HandoffOrder
-from handoff_fsm.simulate import Count, CountRange, Exponential, Fixed, SimulationConfig, Uniform
+from handoff_fsm import (
+    Backend,
+    ConformanceError,
+    HandoffErrorCode,
+    HandoffOrder,
+    TransferTimingMode,
+)
+from handoff_fsm.simulate import (
+    Count,
+    CountRange,
+    Exponential,
+    Fixed,
+    SimulationConfig,
+    Uniform,
+    simulate,
+)
 
 
 def test_fixed_is_constant() -> None:
@@ -44,7 +58,14 @@ def test_count_range_is_inclusive() -> None:
         lambda: Uniform(3.0, 1.0),
         lambda: Exponential(0.0),
         lambda: Count(-1),
+        lambda: Count(2**64),  # beyond the wire's u64: no fact could carry it
+        lambda: Count(True),
+        lambda: Count(2.5),  # type: ignore[arg-type]
         lambda: CountRange(5, 3),
+        lambda: CountRange(0, 2**64),
+        lambda: CountRange(0.5, 3),  # type: ignore[arg-type]
+        lambda: Fixed("1"),  # type: ignore[arg-type]
+        lambda: Uniform(False, 1.0),
     ],
 )
 def test_bad_distributions_are_refused(build: object) -> None:
@@ -81,8 +102,44 @@ def test_trtllm_is_refused_as_the_reference_refuses_it() -> None:
         ("cleanup_retry_ms", 0.0),
         ("deadline_ms", float("inf")),
         ("coordinator_engine", "interpreted"),
+        # wrong types are refused when the configuration is built, not mid-run
+        ("handoffs", True),
+        ("handoffs", 10.0),
+        ("concurrency", "64"),
+        ("seed", 1.5),
+        ("block_tokens", 16.0),
+        ("prompt_tokens", 512),
+        ("destination_cached_tokens", (0, 1)),
+        ("ack_ms", 0.5),
+        ("prefill_ms", Count(3)),
+        ("kv_bytes_per_token", -1),
+        ("kv_bytes_per_token", 2**64),
+        ("kv_bytes_per_token", 1.5),
+        ("bandwidth_gb_s", "25"),
+        ("deadline_ms", "1000"),
+        ("cleanup_retries", 2.0),
+        ("faults", 0.1),
+        ("destination_quirks", True),
+        ("order", "Backwards"),
+        ("timing_mode", "Sometimes"),
     ],
 )
 def test_bad_settings_are_refused(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field.split("_", maxsplit=1)[0]):
         SimulationConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_settings_given_as_text_are_converted() -> None:
+    config = SimulationConfig(order="DestinationFirst", timing_mode="full_prompt")  # type: ignore[arg-type]
+    assert config.order is HandoffOrder.DESTINATION_FIRST
+    assert config.timing_mode is TransferTimingMode.FULL_PROMPT
+
+
+def test_the_largest_token_counts_run() -> None:
+    """Every value a fake worker puts in a fact was checked here: the largest u64 prompt
+    is published, its transfer outlasts the deadline, and each handoff is cleaned up."""
+    result = simulate(
+        SimulationConfig(handoffs=2, prompt_tokens=Count(2**64 - 1), deadline_ms=100.0)
+    )
+    assert (result.completed, result.canceled, result.timeouts) == (2, 2, 2)
+    assert result.ok, result.problems

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
 import time
 from dataclasses import replace
 from typing import Any
+from uuid import RFC_4122, UUID
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from handoff_fsm import (
     ActivateDestination,
@@ -53,6 +57,7 @@ from handoff_fsm.simulate import (
     summarize,
 )
 from handoff_fsm.simulate import driver as driver_module
+from handoff_fsm.simulate.driver import uuid4_from
 from handoff_fsm.simulate.endpoints import FakeSource
 from handoff_fsm.simulate.faults import CLEANUP_ACTIONS, WORK_ACTIONS
 from handoff_fsm.simulate.record import SimulatedHandoff
@@ -515,3 +520,11 @@ def test_the_input_log_holds_the_same_inputs_as_the_trace() -> None:
         json.loads(line)["op"] for line in trace.splitlines()
     ]
     assert log.issued > 0
+
+
+@given(st.integers(min_value=0, max_value=2**128 - 1))
+def test_handoff_ids_are_the_version_4_uuids_of_their_bits(bits: int) -> None:
+    made, expected = uuid4_from(bits), UUID(int=bits, version=4)
+    assert made == expected and hash(made) == hash(expected) and str(made) == str(expected)
+    assert (made.version, made.variant, made.is_safe) == (4, RFC_4122, expected.is_safe)
+    assert pickle.loads(pickle.dumps(made)) == expected

@@ -11,21 +11,60 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from itertools import repeat
 from random import Random
+from typing import TypeVar
 
 from handoff_fsm.conformance import expected_order
 from handoff_fsm.coordinator import Engine
-from handoff_fsm.model import Backend, HandoffOrder, Revision, TransferTimingMode, checked_revision
+from handoff_fsm.model import (
+    U64_MAX,
+    Backend,
+    HandoffOrder,
+    Revision,
+    TransferTimingMode,
+    checked_revision,
+)
 from handoff_fsm.simulate.faults import FaultPlan
 
 Sampler = Callable[[], float]
 CountSampler = Callable[[], int]
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _check_number(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number, not {type(value).__name__}")
 
 
 def _check_ms(name: str, value: float) -> None:
+    _check_number(name, value)
     if not math.isfinite(value) or value < 0.0:
         raise ValueError(f"{name} must be a finite number of ms >= 0, got {value!r}")
+
+
+def _check_int(name: str, value: int, low: int = 0, high: int = U64_MAX) -> None:
+    """An int in ``[low, high]``: token counts must also fit the wire's u64."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+
+
+def _member(name: str, kind: type[_E], value: str) -> _E:
+    """``value`` as a member of the enum ``kind`` (given as the member or its text)."""
+    try:
+        return kind(value)
+    except ValueError:
+        expected = ", ".join(member.value for member in kind)
+        raise ValueError(f"{name} must be one of {expected}, got {value!r}") from None
+
+
+def _check_kind(name: str, value: object, kinds: tuple[type, ...]) -> None:
+    if not isinstance(value, kinds):
+        expected = " or ".join(kind.__name__ for kind in kinds)
+        raise ValueError(f"{name} must be a {expected}, not {type(value).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +125,7 @@ class Count:
     n: int
 
     def __post_init__(self) -> None:
-        if self.n < 0:
-            raise ValueError(f"Count.n must be >= 0, got {self.n}")
+        _check_int("Count.n", self.n)
 
     def sampler(self, rng: Random) -> CountSampler:
         return repeat(self.n).__next__
@@ -101,8 +139,10 @@ class CountRange:
     high: int
 
     def __post_init__(self) -> None:
-        if not 0 <= self.low <= self.high:
-            raise ValueError(f"CountRange needs 0 <= low <= high, got {self.low}..{self.high}")
+        _check_int("CountRange.low", self.low)
+        _check_int("CountRange.high", self.high)
+        if self.high < self.low:
+            raise ValueError(f"CountRange needs low <= high, got {self.low}..{self.high}")
 
     def sampler(self, rng: Random) -> CountSampler:
         low, width, draw = self.low, self.high - self.low + 1, rng.random
@@ -185,16 +225,29 @@ class SimulationConfig:
         if type(self.backend) is not Backend:
             object.__setattr__(self, "backend", Backend(self.backend))
         object.__setattr__(self, "revision", checked_revision(self.revision))
+        if self.order is not None:
+            object.__setattr__(self, "order", _member("order", HandoffOrder, self.order))
+        object.__setattr__(
+            self, "timing_mode", _member("timing_mode", TransferTimingMode, self.timing_mode)
+        )
         # refuses TRT-LLM under the seed (unsupported_backend) before any run
         expected_order(self.backend, self.revision)
-        if self.handoffs < 0:
-            raise ValueError(f"handoffs must be >= 0, got {self.handoffs}")
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
-        if self.destination_output_tokens < 1:
-            raise ValueError("destination_output_tokens must be >= 1")
-        if self.block_tokens < 1:
-            raise ValueError("block_tokens must be >= 1")
+        _check_int("handoffs", self.handoffs)
+        _check_int("concurrency", self.concurrency, low=1)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError(f"seed must be an int, not {type(self.seed).__name__}")
+        _check_int("destination_output_tokens", self.destination_output_tokens, low=1)
+        _check_int("block_tokens", self.block_tokens, low=1)
+        _check_kind("faults", self.faults, (FaultPlan,))
+        _check_kind("destination_quirks", self.destination_quirks, (DestinationQuirks,))
+        for name in ("prompt_tokens", "destination_cached_tokens"):
+            _check_kind(name, getattr(self, name), (Count, CountRange))
+        for name in ("ack_ms", "prefill_ms", "reserve_ms", "decode_ms_per_token"):
+            _check_kind(name, getattr(self, name), (Fixed, Uniform, Exponential))
+        if self.kv_bytes_per_token is not None:
+            _check_int("kv_bytes_per_token", self.kv_bytes_per_token)
+        if self.bandwidth_gb_s is not None:  # NaN or negative: the coordinator refuses it
+            _check_number("bandwidth_gb_s", self.bandwidth_gb_s)
         if self.coordinator_engine not in ("compiled", "statechart"):
             raise ValueError(f"unknown coordinator engine {self.coordinator_engine!r}")
         _check_ms("fallback_transfer_delay_ms", self.fallback_transfer_delay_ms)
@@ -207,8 +260,7 @@ class SimulationConfig:
             _check_ms("ack_timeout_ms", self.ack_timeout_ms)
             if self.ack_timeout_ms == 0.0:
                 raise ValueError("ack_timeout_ms must be > 0")
-        if self.cleanup_retries < 0:
-            raise ValueError(f"cleanup_retries must be >= 0, got {self.cleanup_retries}")
+        _check_int("cleanup_retries", self.cleanup_retries)
 
     @property
     def handoff_order(self) -> HandoffOrder:

@@ -54,6 +54,11 @@ DESTINATION_STATES = (
 )
 
 
+def handoff_key(index: int) -> str:
+    """The trace key of handoff number ``index`` (``h0``, ``h1`` ...)."""
+    return f"h{index}"
+
+
 class SimulatedHandoff:
     """The record of one handoff of a run (number ``index``, trace key ``key``)."""
 
@@ -68,7 +73,6 @@ class SimulatedHandoff:
         "fed",
         "handoff_id",
         "index",
-        "key",
         "lifecycle",
         "policy",
         "prompt_tokens",
@@ -82,20 +86,18 @@ class SimulatedHandoff:
         "visible_blocks",
     )
 
-    def __init__(
+    def __init__(  # noqa: PLR0917  # positional: the driver makes one per handoff
         self,
         index: int,
         handoff_id: UUID,
         coordinator: HandoffCoordinator,
         policy: SessionPolicy,
-        *,
         started_ms: float,
         prompt_tokens: int,
         transferable_tokens: int,
     ) -> None:
         # driver
         self.index = index
-        self.key = f"h{index}"
         self.handoff_id = handoff_id
         self.coordinator = coordinator
         self.policy = policy
@@ -126,6 +128,11 @@ class SimulatedHandoff:
         self.decoded = 0
         self.decode_cancel_at: float | None = None
         """When the request was canceled while the destination decoded it (fault)."""
+
+    @property
+    def key(self) -> str:
+        """The handoff's key in traces and reports (``h`` and its number)."""
+        return handoff_key(self.index)
 
     def __repr__(self) -> str:
         return (
