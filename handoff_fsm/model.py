@@ -220,6 +220,19 @@ class HandoffTransferTiming(_Value):
     # marker, pydantic-core calls __init__ for every nested timing it validates).
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
+    def for_prompt(self, full_prompt_tokens: int) -> HandoffTransferTiming:
+        """This timing for a prompt of ``full_prompt_tokens``, which must be a u64.
+
+        Not validated: every other field was validated with this timing. A source
+        that publishes one timing per prompt (the simulator's) validates it once.
+        """
+        values = self.__dict__.copy()
+        values["full_prompt_tokens"] = full_prompt_tokens
+        fields_set = self.__pydantic_fields_set__
+        if "full_prompt_tokens" not in fields_set:
+            fields_set = {*fields_set, "full_prompt_tokens"}
+        return _trusted(HandoffTransferTiming, values, fields_set)
+
     def delay_ms(self, destination_missing_tokens: int) -> float | None:
         """Transfer delay in ms for this footprint, or ``None`` without a usable model.
 

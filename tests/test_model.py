@@ -140,3 +140,26 @@ def test_a_trusted_fact_is_the_fact_validation_builds(
 def test_facts_with_more_than_an_id_have_no_id_only_constructor() -> None:
     assert not hasattr(hf.SourceHeld, "trusted_for")
     assert not hasattr(hf.DestinationReserved, "trusted_for")
+
+
+@pytest.mark.parametrize(
+    "prototype",
+    [
+        HandoffTransferTiming(TransferTimingMode.FULL_PROMPT, 0, 131_072, 25.0),
+        HandoffTransferTiming(TransferTimingMode.DESTINATION_MISSING, 7, None, 10),
+        HandoffTransferTiming(mode="full_prompt", full_prompt_tokens=1, state_bytes=64),
+    ],
+)
+@pytest.mark.parametrize("tokens", [0, 1, 4096, 2**64 - 1])
+def test_a_timing_for_another_prompt_is_the_timing_validation_builds(
+    prototype: HandoffTransferTiming, tokens: int
+) -> None:
+    before = prototype.model_dump()
+    made = prototype.for_prompt(tokens)
+    expected = HandoffTransferTiming(
+        **{**prototype.model_dump(exclude_unset=True), "full_prompt_tokens": tokens}
+    )
+    assert made == expected and made.model_fields_set == expected.model_fields_set
+    assert made.model_dump_json() == expected.model_dump_json()
+    assert made.full_prompt_delay_ms() == expected.full_prompt_delay_ms()
+    assert prototype.model_dump() == before  # the prototype is left as it was

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import count
 from random import Random
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from handoff_fsm import (
     ActivateDestination,
@@ -321,3 +323,34 @@ def test_kv_landing_after_a_cancel_is_dropped(transferable: int) -> None:
     wire.run_next()
     assert h.stored_blocks == 0 and not destination.holding
     assert isinstance(wire.published[-1][1], TransferCompleted)  # the transfer still reports
+
+
+@given(
+    prompt=st.integers(0, 300),
+    cached=st.integers(0, 300),
+    visible=st.integers(0, 40),
+    before=st.integers(0, 50),
+    output=st.integers(1, 60),
+    block=st.integers(1, 33),
+)
+def test_decoding_counts_each_visible_block_it_would_publish_again(
+    *, prompt: int, cached: int, visible: int, before: int, output: int, block: int
+) -> None:
+    """The count done at once equals the rule applied token by token: a decoded token
+    that makes the length L a multiple of B publishes block L // B - 1; count it if that
+    block is among the visible ones (from the first transferred block on)."""
+    cached = min(cached, prompt)
+    _, _, destination, _ = endpoints(
+        replace(CONFIG, destination_output_tokens=output, block_tokens=block)
+    )
+    h = handoff(prompt, prompt - cached)
+    h.destination, h.visible_blocks, h.decoded = DESTINATION_ACTIVATED, visible, before
+    destination._decoded(h, None, None)
+    first_visible = cached // block
+    expected = sum(
+        1
+        for length in range(prompt + before + 1, prompt + before + output + 1)
+        if length % block == 0 and first_visible <= length // block - 1 < first_visible + visible
+    )
+    assert destination.repeated_after_activation == expected
+    assert (destination.output_tokens, h.decoded) == (output, before + output)

@@ -137,10 +137,10 @@ class FakeSource(_Endpoint):
         super().__init__(wire, config, rng, faults)
         self._prefill = config.prefill_ms.sampler(rng)
         self._timings: dict[int, HandoffTransferTiming] = {}
-        mode, kv, bandwidth = config.timing_mode, config.kv_bytes_per_token, config.bandwidth_gb_s
-        self._timing: Callable[[int], HandoffTransferTiming] = lambda tokens: HandoffTransferTiming(
-            mode, tokens, kv, bandwidth
-        )
+        # validated once; each prompt's timing differs only in its (checked) token count
+        self._timing = HandoffTransferTiming(
+            config.timing_mode, 0, config.kv_bytes_per_token, config.bandwidth_gb_s
+        ).for_prompt
         self.output_tokens = 0
 
     def submit(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
@@ -184,7 +184,13 @@ class FakeSource(_Endpoint):
             self.holding.discard(h.index)
             h.lifecycle.append(_SOURCE_RELEASED)
             outcome = _APPLIED
-        self._wire.answer(h, action_id, outcome, self._ack(), fault)
+        if fault is None:
+            wire = self._wire
+            self._post(
+                (wire.now + self._ack(), self._sequence(), self._deliver, h, action_id, outcome)
+            )
+        else:
+            self._wire.answer(h, action_id, outcome, self._ack(), fault)
 
     def cancel(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
         outcome = h.source_cancel
@@ -327,21 +333,22 @@ class FakeDestination(_Endpoint):
     def _decoded(self, h: SimulatedHandoff, _a: Any, _b: Any) -> None:
         if h.destination != DESTINATION_ACTIVATED:
             return  # canceled while decoding
-        block_tokens = self.block_tokens
-        first_visible = (h.prompt_tokens - h.transferable_tokens) // block_tokens
-        for _ in range(self._output_tokens):
-            self.output_tokens += 1
-            h.decoded += 1
-            # A decoded token that fills a block publishes that block's hash. Visible
-            # prompt blocks are never re-published; count it if one were.
-            length = h.prompt_tokens + h.decoded
-            if length % block_tokens == 0:
-                block = length // block_tokens - 1
-                if first_visible <= block < first_visible + h.visible_blocks:
-                    self.repeated_after_activation += 1
+        # A decoded token that fills a block publishes that block's hash: the tokens
+        # decoded now fill blocks first..last (length L fills block L // B - 1). Visible
+        # prompt blocks are never re-published; count those among them if any were.
+        tokens, block_tokens = self._output_tokens, self.block_tokens
+        length = h.prompt_tokens + h.decoded
+        first, last = length // block_tokens, (length + tokens) // block_tokens - 1
+        self.output_tokens += tokens
+        h.decoded += tokens
+        visible = (h.prompt_tokens - h.transferable_tokens) // block_tokens
+        repeated = min(last, visible + h.visible_blocks - 1) - max(first, visible) + 1
+        if repeated > 0:
+            self.repeated_after_activation += repeated
         h.destination = DESTINATION_FINISHED
         self.holding.discard(h.index)
-        self._released_after_cancel(h)
+        if h.decode_cancel_at is not None:
+            self._released_after_cancel(h)
         self._wire.request_finished(h)
 
     def cancel(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
