@@ -22,6 +22,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from harness import quantile
+
 from handoff_fsm import HandoffCoordinator, HandoffError
 from handoff_fsm.engines.compiled import compiled_chart
 from handoff_fsm.model import Backend
@@ -86,7 +88,8 @@ def measure(
     """Median seconds to simulate ``handoffs`` handoffs vs. to drive them directly.
 
     Returns ``handoffs``, ``simulated_s``, ``direct_s``, ``ratio`` (median of the
-    per-pair ratios), ``simulated_us_per_handoff`` and ``direct_us_per_handoff``.
+    per-pair ratios), ``ratio_p10`` and ``ratio_p90``, ``simulated_us_per_handoff`` and
+    ``direct_us_per_handoff``.
     """
     compiled_chart()  # built once per process; not part of either side
     config = _config(handoffs, fault_rate, engine)
@@ -116,6 +119,8 @@ def measure(
         "simulated_s": statistics.median(simulated),
         "direct_s": statistics.median(direct),
         "ratio": statistics.median(ratios),
+        "ratio_p10": quantile(ratios, 0.1),
+        "ratio_p90": quantile(ratios, 0.9),
         "simulated_us_per_handoff": statistics.median(simulated) / handoffs * 1e6,
         "direct_us_per_handoff": statistics.median(direct) / handoffs * 1e6,
     }
@@ -147,7 +152,8 @@ def main() -> int:
             f"{figures['simulated_s']:.3f} s vs {figures['direct_s']:.3f} s "
             f"({figures['simulated_us_per_handoff']:.1f} vs "
             f"{figures['direct_us_per_handoff']:.1f} us/handoff), "
-            f"ratio {figures['ratio']:.2f} (target <= {RATIO_TARGET})"
+            f"ratio {figures['ratio']:.2f} (p10-p90 {figures['ratio_p10']:.2f}-"
+            f"{figures['ratio_p90']:.2f}, target <= {RATIO_TARGET})"
         )
     run = measure_end_to_end()
     ok = ok and run["problems"] == 0

@@ -71,7 +71,7 @@ FULL = Profile(
     in_process_lines=20_000,
     in_process_pairs=7,
     simulate_handoffs=20_000,
-    simulate_repeats=5,
+    simulate_repeats=9,
     explore_repeats=3,
     aio_handoffs=20_000,
     aio_pairs=5,
@@ -311,6 +311,7 @@ def simulate_row(profile: Profile) -> Row:
             _us(result["direct_s"] / handoffs) + " / handoff",
             result["ratio"],
             SIMULATE_TARGET,
+            spread=(result["ratio_p10"], result["ratio_p90"]),
         )
     except Exception as error:  # report it in the table, keep the other results
         return Row(
