@@ -2,11 +2,13 @@
 
 Rule kept here: values a *caller* builds (facts, timings, outcomes) are validated
 by pydantic on construction; values the *library* builds (actions, issued
-actions, the facts its own fake workers observe) go through a trusted
-constructor, because their fields come from values that were already validated
-and re-validating them would dominate the cost of a handoff. Python names mirror
-the Rust reference (``tests/oracle/reference/replay_handoff.rs``); wire names
-live in :mod:`handoff_fsm.io.wire`.
+actions) go through a trusted constructor, because their fields come from
+values that were already validated and re-validating them would dominate the
+cost of a handoff; so do facts built with ``observed`` from values of the exact
+types (a ``UUID``, a timing model, an int in u64), which the simulator's fake
+workers hold. Python names mirror the Rust reference
+(``tests/oracle/reference/replay_handoff.rs``); wire names live in
+:mod:`handoff_fsm.io.wire`.
 """
 
 from __future__ import annotations
@@ -221,13 +223,17 @@ class HandoffTransferTiming(_Value):
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     def for_prompt(self, full_prompt_tokens: int) -> HandoffTransferTiming:
-        """This timing for a prompt of ``full_prompt_tokens``, which must be a u64.
+        """This timing for a prompt of ``full_prompt_tokens`` tokens.
 
-        Not validated: every other field was validated with this timing. A source
-        that publishes one timing per prompt (the simulator's) validates it once.
+        A source that publishes one timing per prompt (the simulator's) validates its
+        timing once: every other field was validated with this one, so a token count
+        that is an exact int in u64 needs no pydantic. Anything else is validated (and
+        refused with a ``ValidationError``) as the constructor would.
         """
         values = self.__dict__.copy()
         values["full_prompt_tokens"] = full_prompt_tokens
+        if type(full_prompt_tokens) is not int or not 0 <= full_prompt_tokens <= U64_MAX:
+            return HandoffTransferTiming.model_validate(values)
         fields_set = self.__pydantic_fields_set__
         if "full_prompt_tokens" not in fields_set:
             fields_set = {*fields_set, "full_prompt_tokens"}
@@ -272,12 +278,15 @@ class _IdOnlyFact(_Fact):
     """A fact that carries nothing but the handoff it is about."""
 
     @classmethod
-    def trusted_for(cls, handoff_id: UUID) -> Self:
-        """Trusted constructor (no validation) for a fact the library observed itself.
+    def observed(cls, handoff_id: UUID) -> Self:
+        """The fact about ``handoff_id``, without pydantic when it is a ``uuid.UUID``.
 
-        The library's own fake workers hold a ``uuid.UUID`` already; on their hot
-        path, validating it again would double the fact's cost.
+        For sources that hold the id already (the simulator's fake workers): on their
+        hot path, validating it again would double the fact's cost. The fact is equal to
+        the validated one; anything but a UUID is validated as the constructor would.
         """
+        if type(handoff_id) is not UUID:
+            return cls(handoff_id=handoff_id)
         return _trusted(cls, {"handoff_id": handoff_id}, _ID_FIELDS)
 
 
@@ -287,11 +296,13 @@ class SourceHeld(_Fact):
     transfer_timing: HandoffTransferTiming
 
     @classmethod
-    def trusted(cls, handoff_id: UUID, transfer_timing: HandoffTransferTiming) -> SourceHeld:
-        """Trusted constructor (no validation): see :meth:`TransferCompleted.trusted_for`."""
-        return _trusted(
-            cls, {"handoff_id": handoff_id, "transfer_timing": transfer_timing}, _HELD_FIELDS
-        )
+    def observed(cls, handoff_id: UUID, transfer_timing: HandoffTransferTiming) -> SourceHeld:
+        """The fact, without pydantic for a UUID and a timing model (as
+        :meth:`TransferCompleted.observed`)."""
+        if type(handoff_id) is not UUID or type(transfer_timing) is not HandoffTransferTiming:
+            return cls(handoff_id=handoff_id, transfer_timing=transfer_timing)
+        values = {"handoff_id": handoff_id, "transfer_timing": transfer_timing}
+        return _trusted(cls, values, _HELD_FIELDS)
 
 
 class DestinationReserved(_Fact):
@@ -300,12 +311,19 @@ class DestinationReserved(_Fact):
     transferable_prompt_tokens: U64
 
     @classmethod
-    def trusted(cls, handoff_id: UUID, transferable_prompt_tokens: int) -> DestinationReserved:
-        """Trusted constructor (no validation): ``transferable_prompt_tokens`` must be a u64."""
+    def observed(cls, handoff_id: UUID, transferable_prompt_tokens: int) -> DestinationReserved:
+        """The fact, without pydantic for a UUID and an exact int in u64 (as
+        :meth:`TransferCompleted.observed`)."""
         values = {
             "handoff_id": handoff_id,
             "transferable_prompt_tokens": transferable_prompt_tokens,
         }
+        if (
+            type(handoff_id) is not UUID
+            or type(transferable_prompt_tokens) is not int
+            or not 0 <= transferable_prompt_tokens <= U64_MAX
+        ):
+            return cls.model_validate(values)
         return _trusted(cls, values, _RESERVED_FIELDS)
 
 

@@ -113,20 +113,20 @@ def test_trusted_actions_equal_validated_ones() -> None:
     ("trusted", "validated"),
     [
         (
-            lambda: hf.SourceHeld.trusted(HID, TIMING),
+            lambda: hf.SourceHeld.observed(HID, TIMING),
             lambda: hf.SourceHeld(handoff_id=HID, transfer_timing=TIMING),
         ),
         (
-            lambda: hf.DestinationReserved.trusted(HID, 2**64 - 1),
+            lambda: hf.DestinationReserved.observed(HID, 2**64 - 1),
             lambda: hf.DestinationReserved(handoff_id=HID, transferable_prompt_tokens=2**64 - 1),
         ),
         *(
-            (partial(kind.trusted_for, HID), partial(kind, handoff_id=HID))
+            (partial(kind.observed, HID), partial(kind, handoff_id=HID))
             for kind in (hf.TransferCompleted, hf.Failed, hf.TimedOut, hf.Canceled)
         ),
     ],
 )
-def test_a_trusted_fact_is_the_fact_validation_builds(
+def test_an_observed_fact_is_the_fact_validation_builds(
     trusted: Callable[[], hf.HandoffFact], validated: Callable[[], hf.HandoffFact]
 ) -> None:
     made, expected = trusted(), validated()
@@ -137,9 +137,34 @@ def test_a_trusted_fact_is_the_fact_validation_builds(
         made.handoff_id = uuid.UUID(int=8)  # type: ignore[misc]
 
 
-def test_facts_with_more_than_an_id_have_no_id_only_constructor() -> None:
-    assert not hasattr(hf.SourceHeld, "trusted_for")
-    assert not hasattr(hf.DestinationReserved, "trusted_for")
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: hf.TransferCompleted.observed("not a uuid"),  # type: ignore[arg-type]
+        lambda: hf.Canceled.observed(7),  # type: ignore[arg-type]
+        lambda: hf.SourceHeld.observed("x", TIMING),  # type: ignore[arg-type]
+        lambda: hf.SourceHeld.observed(HID, {"mode": "nope"}),  # type: ignore[arg-type]
+        lambda: hf.DestinationReserved.observed(HID, -1),
+        lambda: hf.DestinationReserved.observed(HID, 2**64),
+        lambda: hf.DestinationReserved.observed(HID, True),
+        lambda: hf.DestinationReserved.observed(HID, 2.5),  # type: ignore[arg-type]
+        lambda: TIMING.for_prompt(-1),
+        lambda: TIMING.for_prompt(2**64),
+        lambda: TIMING.for_prompt("12"),  # type: ignore[arg-type]
+    ],
+)
+def test_the_fast_constructors_refuse_what_the_constructor_refuses(
+    build: Callable[[], object],
+) -> None:
+    with pytest.raises(ValidationError):
+        build()
+
+
+def test_the_fast_constructors_convert_what_the_constructor_converts() -> None:
+    text = str(HID)
+    assert hf.TransferCompleted.observed(text) == hf.TransferCompleted(handoff_id=text)  # type: ignore[arg-type]
+    held = hf.SourceHeld.observed(HID, TIMING.model_dump())  # type: ignore[arg-type]
+    assert held == hf.SourceHeld(handoff_id=HID, transfer_timing=TIMING)
 
 
 @pytest.mark.parametrize(

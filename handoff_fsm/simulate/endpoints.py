@@ -7,8 +7,8 @@ told to refuse (a ``FAIL`` fault), ignores its own pending events for a request
 that was canceled meanwhile, and answers a re-sent cancel with its first
 answer (an idempotent endpoint). Counters (output tokens, KV hashes made
 visible) come from what the endpoints did, never from constants: they feed
-the conformance record. The facts it publishes are built without validation
-(``SourceHeld.trusted`` ...): every value in them comes from a
+the conformance record. The facts it publishes are built with ``observed``
+(``SourceHeld.observed`` ...), without pydantic: every value in them comes from a
 :class:`~handoff_fsm.simulate.SimulationConfig`, which checked it when it was built.
 """
 
@@ -170,7 +170,7 @@ class FakeSource(_Endpoint):
         timing = self._timings.get(tokens)
         if timing is None:
             timing = self._timings[tokens] = self._timing(tokens)
-        self._wire.publish(h, SourceHeld.trusted(h.handoff_id, timing))
+        self._wire.publish(h, SourceHeld.observed(h.handoff_id, timing))
 
     def release(self, h: SimulatedHandoff, action_id: int, action: HandoffAction) -> None:
         faults = self._faults
@@ -263,7 +263,7 @@ class FakeDestination(_Endpoint):
             return  # canceled while reserving
         h.destination = DESTINATION_RESERVED
         h.lifecycle.append(_DESTINATION_RESERVED)
-        self._wire.publish(h, DestinationReserved.trusted(h.handoff_id, h.transferable_tokens))
+        self._wire.publish(h, DestinationReserved.observed(h.handoff_id, h.transferable_tokens))
 
     def store(self, h: SimulatedHandoff) -> None:
         """The transfer landed the prompt's missing full blocks (dropped unless still reserved).
@@ -322,7 +322,7 @@ class FakeDestination(_Endpoint):
         if h.destination != DESTINATION_ACTIVATED:
             return
         h.decode_cancel_at = self._wire.now
-        self._wire.publish(h, Canceled.trusted_for(h.handoff_id))
+        self._wire.publish(h, Canceled.observed(h.handoff_id))
 
     def _released_after_cancel(self, h: SimulatedHandoff) -> None:
         """The request's KV and batch slot are free: count how long they outlived its cancel."""
@@ -406,10 +406,10 @@ class FakeTransfer(_Endpoint):
     def _landed(self, h: SimulatedHandoff, fails: bool, _b: Any) -> None:
         self.in_flight -= 1
         if fails:
-            self._wire.publish(h, FailedFact.trusted_for(h.handoff_id))
+            self._wire.publish(h, FailedFact.observed(h.handoff_id))
             return
         self._destination.store(h)
-        self._wire.publish(h, TransferCompleted.trusted_for(h.handoff_id))
+        self._wire.publish(h, TransferCompleted.observed(h.handoff_id))
 
 
 _REFUSED_PREFILL = HandoffActionOutcome.failed("injected: the source refused the prefill")
