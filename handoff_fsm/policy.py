@@ -589,7 +589,7 @@ class SessionPolicy:
             if self._coordinator.completion is not None:
                 return NOTHING  # it completed in time (a976b2bf may have reopened it since)
             self._note().timed_out = True
-            return self.fact(TimedOut(handoff_id=self._coordinator.handoff_id), now)
+            return self.fact(TimedOut.observed(self._coordinator.handoff_id), now)
         awaiting = self._awaiting
         entry = awaiting.get(timer.action_id) if awaiting is not None else None
         if entry is None or timer.send != entry.sends - 1:

@@ -368,7 +368,7 @@ class Simulation:
         self._arm_deadline()
 
     def _external_fact(self, h: SimulatedHandoff, fact: ExternalFact, _b: None) -> None:
-        self.publish(h, fact(handoff_id=h.handoff_id))
+        self.publish(h, fact.observed(h.handoff_id))
 
     def _after_end(self, h: SimulatedHandoff, final: bool, step: SessionStep, what: str) -> None:
         """An input for a handoff that ended: late if its coordinator was final when it
