@@ -1,4 +1,4 @@
-"""Instructions per replayed line, counted by valgrind: a yardstick that noise cannot move.
+"""Instructions per replayed line (or simulated handoff), counted by valgrind: noise cannot move it.
 
 Rule kept here: a count, not a time. On a shared VM the CPU time of the same run
 varies by ±30%, which hides a 10% change; the number of instructions a run
@@ -9,8 +9,9 @@ start-up, imports or the chart's one-time compilation. Instructions are not time
 (the interpreter's loop runs at a lower rate than ``json``'s C code), so this
 compares two versions of the library, not the library with the baseline.
 
-Usage: ``python benchmarks/instructions.py [--lines N] [--workload replay json]``
-(needs ``valgrind``; about a minute per workload at the default N).
+Usage: ``python benchmarks/instructions.py [--lines N] [--workload replay json simulate]``
+(needs ``valgrind``; about a minute per workload at the default N). ``simulate`` runs
+the simulate benchmark's configuration on N and 2N handoffs: instructions per handoff.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ import tracegen
 TRACE_LINES = 250_000
 _CHILD = """
 import itertools, json, sys
+if sys.argv[1] == "simulate":  # the simulate benchmark's run: vLLM, 64 at a time, no faults
+    from handoff_fsm.simulate import SimulationConfig, simulate
+    simulate(SimulationConfig(handoffs=int(sys.argv[3])))
+    raise SystemExit
 with open(sys.argv[2], "rb") as trace:
     lines = list(itertools.islice(trace, int(sys.argv[3])))
 from handoff_fsm.io import replay
@@ -38,6 +43,8 @@ else:
     for line in lines:
         json.dumps(json.loads(line.decode()), allow_nan=True)
 """
+UNIT = {"replay": "line", "json": "line", "simulate": "handoff"}
+"""What N counts for each workload: trace lines, or simulated handoffs."""
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
@@ -66,7 +73,8 @@ def instructions(workload: str, trace: Path, lines: int) -> int:
 
 
 def per_line(workload: str, lines: int) -> float:
-    """Instructions per line of ``workload``, between the first ``lines`` and ``2 * lines``."""
+    """Instructions per line (per handoff for ``simulate``) of ``workload``, between
+    ``lines`` and ``2 * lines`` of them."""
     trace = tracegen.cached_trace(TRACE_LINES)
     return (instructions(workload, trace, 2 * lines) - instructions(workload, trace, lines)) / lines
 
@@ -74,9 +82,7 @@ def per_line(workload: str, lines: int) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=5000, help="N (default 5000)")
-    parser.add_argument(
-        "--workload", nargs="+", choices=["replay", "json"], default=["replay", "json"]
-    )
+    parser.add_argument("--workload", nargs="+", choices=list(UNIT), default=["replay", "json"])
     args = parser.parse_args(argv)
     if not 0 < args.lines <= TRACE_LINES // 2:
         parser.error(f"--lines must be in 1..{TRACE_LINES // 2}")
@@ -85,8 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for workload in args.workload:
         count = per_line(workload, args.lines)
-        window = f"lines {args.lines:,}-{2 * args.lines:,}"
-        print(f"{workload}: {count:,.0f} instructions per line ({window})")
+        unit = UNIT[workload]
+        window = f"{unit}s {args.lines:,}-{2 * args.lines:,}"
+        print(f"{workload}: {count:,.0f} instructions per {unit} ({window})")
     return 0
 
 

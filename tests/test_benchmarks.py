@@ -540,3 +540,12 @@ def test_instruction_counts_need_valgrind_and_a_window_inside_the_trace(
     monkeypatch.setattr("shutil.which", lambda name: None)
     assert instructions.main(["--lines", "10"]) == 2
     assert "needs valgrind" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("workload", sorted(instructions.UNIT))
+def test_each_instruction_workload_runs_outside_valgrind(workload: str) -> None:
+    """The child program valgrind runs does its workload (here without valgrind)."""
+    trace = tracegen.cached_trace(instructions.TRACE_LINES)
+    child = [sys.executable, "-c", instructions._CHILD, workload, str(trace), "20"]
+    result = subprocess.run(child, capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode == 0, result.stderr
