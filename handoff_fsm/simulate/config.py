@@ -48,8 +48,10 @@ def _check_int(name: str, value: int, low: int = 0, high: int = U64_MAX) -> None
     """An int in ``[low, high]``: token counts must also fit the wire's u64."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an int, not {type(value).__name__}")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    if value > high:
+        raise ValueError(f"{name} must fit in a u64 (<= {high}), got {value}")
 
 
 def _member(name: str, kind: type[_E], value: str) -> _E:
