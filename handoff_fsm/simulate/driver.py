@@ -420,11 +420,8 @@ class Simulation:
         completion = policy.completion
         h.completion = completion
         del self._live[h.index]
-        if policy.quiet:  # the ordinary handoff: what _count_fed and _tally add, inlined
-            self.inputs += policy.inputs - h.fed
-            h.fed = policy.inputs
-        else:
-            self._count_fed(h)
+        self._count_fed(h)
+        if not policy.quiet:  # the ordinary handoff has nothing to tally (a call saved)
             self._tally(h)
         if h.coordinator.is_complete:
             self.completed += 1
