@@ -278,12 +278,10 @@ class TraceReplayer:
             del self.live[key]
             live.completion = completion
             self._bury(key, live)
-        status = _STATUS[completion, coordinator.is_complete]
-        if not actions:
-            return f'{live.prefix}"actions": [], {status}}}'
-        return (
-            f'{live.prefix}"actions": '
-            f"[{_actions_text(actions, live.handoff_id, live.handoff_id_text)}], {status}}}"
+        return _reply_text(
+            live.prefix,
+            _actions_text(actions, live.handoff_id, live.handoff_id_text),
+            _STATUS[completion, coordinator.is_complete],
         )
 
     def _missing(self, key: str) -> HandoffError:
@@ -331,11 +329,11 @@ def format_reply(
     ``complete`` defaults to "a completion is known"; it differs only while an a976b2bf
     handoff that succeeded is cleaning up again (not complete, completion Success).
     """
-    if not actions:
-        return _reply_text(_prefix(key), "", completion, complete)
-    first = actions[0].action.handoff_id
-    text = _actions_text(actions, first, str(first))
-    return _reply_text(_prefix(key), text, completion, complete)
+    text = ""
+    if actions:
+        first = actions[0].action.handoff_id
+        text = _actions_text(actions, first, str(first))
+    return _reply_text(_prefix(key), text, _status_text(completion, complete))
 
 
 def format_error(
@@ -351,13 +349,9 @@ def format_error(
     )
 
 
-def _reply_text(
-    prefix: str,
-    actions_text: str,
-    completion: HandoffCompletion | None,
-    complete: bool | None = None,
-) -> str:
-    return f'{prefix}"actions": [{actions_text}], {_status_text(completion, complete)}}}'
+def _reply_text(prefix: str, actions_text: str, status_text: str) -> str:
+    """The one shape of a reply with actions (``prefix`` from :func:`_prefix`)."""
+    return f'{prefix}"actions": [{actions_text}], {status_text}}}'
 
 
 def _is_final(coordinator: Any) -> bool:
@@ -374,9 +368,6 @@ def _actions_text(
     if len(actions) == 1:  # the usual reply
         return _issued_text(actions[0], handoff_id, handoff_id_text)
     return ", ".join([_issued_text(issued, handoff_id, handoff_id_text) for issued in actions])
-
-
-_NO_ACTIONS_RUNNING = '"actions": [], "complete": false, "completion": null}'
 
 
 def _prefix(key: str | None) -> str:
@@ -398,6 +389,9 @@ _STATUS: dict[tuple[HandoffCompletion | None, bool], str] = {
     for complete in (False, True)
 }
 """The end of every reply, by completion and whether the coordinator is complete."""
+
+_NO_ACTIONS_RUNNING = _reply_text("", "", _STATUS[None, False])
+"""A reply without its prefix: no actions, not complete (what ``new`` answers)."""
 
 
 def _float_text(value: float) -> str:
