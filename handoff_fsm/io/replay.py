@@ -278,11 +278,8 @@ class TraceReplayer:
             del self.live[key]
             live.completion = completion
             self._bury(key, live)
-        return _reply_text(
-            live.prefix,
-            _actions_text(actions, live.handoff_id, live.handoff_id_text),
-            _STATUS[completion, coordinator.is_complete],
-        )
+        text = _actions_text(actions, live.handoff_id, live.handoff_id_text) if actions else ""
+        return _reply_text(live.prefix, text, _STATUS[completion, coordinator.is_complete])
 
     def _missing(self, key: str) -> HandoffError:
         """The error for a line naming a coordinator replay does not keep."""
