@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install graphviz check test diagrams figures bench bench-check clean
+.PHONY: install graphviz check test docs diagrams figures bench bench-check clean
 
 install: $(VENV)/.installed
 
@@ -23,8 +23,8 @@ graphviz:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz >/dev/null; }
 
 check: install
-	$(BIN)/ruff check handoff_fsm tests benchmarks examples
-	$(BIN)/ruff format --check handoff_fsm tests benchmarks examples
+	$(BIN)/ruff check handoff_fsm tests benchmarks examples tools/docs
+	$(BIN)/ruff format --check handoff_fsm tests benchmarks examples tools/docs
 	$(BIN)/mypy
 
 # The Mermaid files are validated by Mermaid's own parser (tools/mermaid-check, npm).
@@ -33,12 +33,20 @@ check: install
 test: install graphviz check
 	tools/mermaid-check/install.sh
 	HANDOFF_FSM_REQUIRE_ALL=1 $(BIN)/pytest
+	$(MKDOCS_BUILD)
+
+# The docs site (mkdocs.yml) into site/; --strict fails on a broken link or reference,
+# a page missing from the nav, or a warning while reading the docstrings.
+MKDOCS_BUILD := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs: install
+	$(MKDOCS_BUILD)
 
 diagrams: install graphviz figures
 	$(BIN)/handoff-fsm diagrams diagrams
 	$(BIN)/handoff-fsm review -o diagrams/REVIEW.md
 
-# README's simulation figures: one seeded run (trace, plots, summary.md) and the lifecycle
+# The simulation guide's figures (docs/simulation.md): one seeded run (trace, plots, summary.md) and the lifecycle
 # of one of its handoffs, drawn from that trace. tests/test_figures.py runs these lines.
 FIGURES := docs/figures
 FIGURES_RUN := --handoffs 200 --fault-rate 0.05 --seed 7
@@ -57,4 +65,4 @@ bench-check: install
 	$(PY) benchmarks/run.py --check
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache site

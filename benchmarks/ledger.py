@@ -5,7 +5,7 @@ structure is built (the keys' ``str`` objects count for the dict, which holds
 them; the ledger holds only their UTF-8 bytes). A kept completed coordinator's
 cost is measured through :class:`~handoff_fsm.io.replay.TraceReplayer` itself,
 replaying handoffs that complete (canceled before start, the smallest journal)
-with every completed coordinator kept. README quotes this output.
+with every completed coordinator kept. docs/replay.md quotes this output.
 Usage: ``python benchmarks/ledger.py [COUNT]``.
 """
 

@@ -1,11 +1,13 @@
 """handoff-fsm: the prefill-to-decode KV-cache handoff as a declarative statechart.
 
-Public API only (the protocol); see README.md. ``import handoff_fsm as hf``.
+Public API only (the protocol); see the docs (docs/index.md). ``import handoff_fsm as hf``.
 
 Importing the package loads the protocol core and nothing else. The other layers
-are subpackages, imported when used: :mod:`handoff_fsm.io` (wire format, trace
-replay), :mod:`handoff_fsm.verify` (exploration, invariants, coverage),
-:mod:`handoff_fsm.diagrams`, :mod:`handoff_fsm.simulate`, :mod:`handoff_fsm.cli`.
+are subpackages, imported when used, each above the ones before it:
+:mod:`handoff_fsm.structure` (the chart as data), :mod:`handoff_fsm.io` (wire format,
+trace replay, the one input record), :mod:`handoff_fsm.verify` (exploration,
+invariants, coverage, diff), :mod:`handoff_fsm.simulate`, :mod:`handoff_fsm.render`
+(pictures), :mod:`handoff_fsm.review` (documents) and :mod:`handoff_fsm.cli`.
 """
 
 from handoff_fsm.conformance import (
@@ -20,7 +22,6 @@ from handoff_fsm.errors import (
     HandoffError,
     HandoffErrorCode,
     OutcomeError,
-    TraceError,
 )
 from handoff_fsm.model import (
     ActivateDestination,
@@ -53,9 +54,10 @@ from handoff_fsm.model import (
     TimedOut,
     TransferCompleted,
     TransferTimingMode,
+    validate_transfer_delay_ms,
+    validate_transfer_timing,
 )
 from handoff_fsm.snapshot import HandoffSnapshot, RecordedOutcome
-from handoff_fsm.timing import validate_transfer_delay_ms, validate_transfer_timing
 
 __version__ = "0.1.0"
 
@@ -99,7 +101,6 @@ __all__ = [
     "StartTransfer",
     "SubmitPrefill",
     "TimedOut",
-    "TraceError",
     "TransferCompleted",
     "TransferTimingMode",
     "__version__",

@@ -8,7 +8,13 @@ it only feeds validators (which may reject an input before anything changes) and
 the payloads of actions. Everything the chart *does* is a named effect on its
 model (:class:`HandoffEffects`), so a faster engine can replay the chart's
 decisions (see :mod:`handoff_fsm.engines.compiled`) and diagrams can draw them.
-Why these rules make compilation sound: docs/ARCHITECTURE.md §4.
+Why these rules make compilation sound: docs/architecture.md §4.
+
+The chart reads its vocabulary from :mod:`handoff_fsm.model` and the model knows
+nothing of the chart. :data:`ACKNOWLEDGEMENTS` is the acknowledgement table: for each
+action kind, the event its acknowledgement becomes and whether a ``Failed`` outcome
+starts cleanup; the outcomes that acknowledge it are the action type's own
+``acknowledged_by`` (declared once, in the model, beside ``owner``).
 
 The behaviour is the Rust reference ``HandoffCoordinatorCore``:
 
@@ -389,27 +395,26 @@ class Acknowledgement:
 
 
 ACKNOWLEDGEMENTS: Final[dict[type, Acknowledgement]] = {
-    SubmitPrefill: Acknowledgement("prefill_submitted", frozenset({OutcomeKind.SUBMITTED})),
-    ReserveDestination: Acknowledgement("reservation_accepted", frozenset({OutcomeKind.ACCEPTED})),
-    StartTransfer: Acknowledgement("transfer_scheduled", frozenset({OutcomeKind.SCHEDULED})),
-    ActivateDestination: Acknowledgement("activation_applied", frozenset({OutcomeKind.APPLIED})),
-    ReleaseSource: Acknowledgement(
-        "release_confirmed", frozenset({OutcomeKind.APPLIED, OutcomeKind.NOOP})
-    ),
-    CancelSource: Acknowledgement(
-        "source_cancel_confirmed",
-        frozenset({OutcomeKind.APPLIED, OutcomeKind.NOOP}),
-        may_fail=False,
-    ),
-    CancelDestination: Acknowledgement(
-        "destination_cancel_confirmed",
-        frozenset({OutcomeKind.APPLIED, OutcomeKind.NOOP}),
-        may_fail=False,
-    ),
+    action: Acknowledgement(event, action.acknowledged_by, may_fail)
+    for action, event, may_fail in (
+        (SubmitPrefill, "prefill_submitted", True),
+        (ReserveDestination, "reservation_accepted", True),
+        (StartTransfer, "transfer_scheduled", True),
+        (ActivateDestination, "activation_applied", True),
+        (ReleaseSource, "release_confirmed", True),
+        (CancelSource, "source_cancel_confirmed", False),
+        (CancelDestination, "destination_cancel_confirmed", False),
+    )
 }
-"""Per action kind: the outcomes that acknowledge it, and the event they become.
+"""Per action kind: the event an acknowledgement becomes, whether a ``Failed`` outcome
+starts cleanup (``may_fail``; a cleanup action's failure is an error instead), and the
+outcomes that acknowledge it (``accepted``).
 
-``Complete`` has no entry: it is never acknowledged, the journal is cleared when it is issued.
+``accepted`` is the action type's own ``acknowledged_by``
+(:mod:`handoff_fsm.model`, the one table of which outcome acknowledges which action,
+where ``expected_outcomes`` is derived from it too); only the events and ``may_fail``
+are declared here. ``Complete`` has no entry: it is never acknowledged, the journal is
+cleared when it is issued.
 """
 
 ACTION_FAILED: Final = "action_failed"

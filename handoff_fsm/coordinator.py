@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from typing import Any, Literal, get_args
 from uuid import UUID
 
@@ -23,7 +24,7 @@ from handoff_fsm.chart import FACT_EVENTS, START, HandoffChart
 from handoff_fsm.consistency import Shape, reachable_shapes, same_float
 from handoff_fsm.engines.compiled import ChartState, CompiledChart, compiled_chart
 from handoff_fsm.engines.statechart import LiveChartState, live_state
-from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error
+from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
 from handoff_fsm.journal import ActionJournal
 from handoff_fsm.model import (
     HandoffActionOutcome,
@@ -35,10 +36,11 @@ from handoff_fsm.model import (
     Revision,
     StartTransfer,
     checked_revision,
+    validate_transfer_delay_ms,
+    validate_transfer_timing,
 )
 from handoff_fsm.run import HandoffRun, scheduled_delay_ms, timing_inputs
 from handoff_fsm.snapshot import HandoffSnapshot, RecordedOutcome
-from handoff_fsm.timing import validate_transfer_delay_ms, validate_transfer_timing
 
 Engine = Literal["compiled", "statechart"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)
@@ -231,15 +233,24 @@ class HandoffCoordinator:
 
     @classmethod
     def restore(
-        cls, snapshot: HandoffSnapshot, *, engine: Engine = "compiled"
+        cls,
+        snapshot: HandoffSnapshot | str | bytes | Mapping[str, Any],
+        *,
+        engine: Engine = "compiled",
     ) -> HandoffCoordinator:
         """A coordinator that continues exactly where ``snapshot`` was taken.
 
-        Accepts exactly the snapshots of reachable states (see
-        :mod:`handoff_fsm.consistency`); anything else is ``invalid_snapshot``.
+        ``snapshot`` is a :class:`~handoff_fsm.snapshot.HandoffSnapshot`, its JSON text
+        (``str`` or ``bytes``, as ``snapshot().model_dump_json()`` writes it) or its
+        ``dict`` form, each validated the same way. Accepts exactly the snapshots of
+        reachable states (see :mod:`handoff_fsm.consistency`); anything else is
+        ``invalid_snapshot``.
         """
-        if not isinstance(snapshot, HandoffSnapshot):
-            raise TypeError(f"restore() takes a HandoffSnapshot, not {type(snapshot).__name__}")
+        if not isinstance(snapshot, HandoffSnapshot | str | bytes | Mapping):
+            raise TypeError(
+                "restore() takes a HandoffSnapshot, its JSON text or its dict, "
+                f"not {type(snapshot).__name__}"
+            )
         snapshot = _revalidated(snapshot)
         _check_engine(engine, snapshot.handoff_id)
         run, chart_state = _checked_run(snapshot)
@@ -269,9 +280,7 @@ class HandoffCoordinator:
 
 
 def _unpickle(snapshot_json: str, engine: Engine) -> HandoffCoordinator:
-    return HandoffCoordinator.restore(
-        HandoffSnapshot.model_validate_json(snapshot_json), engine=engine
-    )
+    return HandoffCoordinator.restore(snapshot_json, engine=engine)
 
 
 # ---------------------------------------------------------------------- construction
@@ -290,7 +299,7 @@ def _checked_handoff_id(value: object) -> UUID:
             pass
     raise handoff_error(
         HandoffErrorCode.INVALID_HANDOFF_ID,
-        f"invalid handoff id {_shown(value)}: expected a uuid.UUID or its string form",
+        f"invalid handoff id {quoted(value)}: expected a uuid.UUID or its string form",
     )
 
 
@@ -299,7 +308,7 @@ def _checked_order(value: object, handoff_id: UUID) -> HandoffOrder:
     if order is None:
         raise handoff_error(
             HandoffErrorCode.INVALID_ORDER,
-            f"invalid handoff order {_shown(value)}: expected one of "
+            f"invalid handoff order {quoted(value)}: expected one of "
             f"{', '.join(_ORDERS)} (or a HandoffOrder)",
             handoff_id=handoff_id,
         )
@@ -310,7 +319,7 @@ def _check_engine(value: object, handoff_id: UUID) -> None:
     if not (isinstance(value, str) and value in ENGINES):
         raise handoff_error(
             HandoffErrorCode.INVALID_ENGINE,
-            f"invalid engine {_shown(value)}: expected one of {', '.join(ENGINES)}",
+            f"invalid engine {quoted(value)}: expected one of {', '.join(ENGINES)}",
             handoff_id=handoff_id,
         )
 
@@ -327,22 +336,16 @@ def _checked_fallback(value: object, handoff_id: UUID) -> float:
     else:
         raise handoff_error(
             HandoffErrorCode.INVALID_FALLBACK,
-            f"invalid fallback transfer delay {_shown(value)}: expected a float (ms)",
+            f"invalid fallback transfer delay {quoted(value)}: expected a float (ms)",
             handoff_id=handoff_id,
         )
     if not math.isfinite(number) or number < 0.0:
         raise handoff_error(
             HandoffErrorCode.INVALID_FALLBACK,
-            f"invalid fallback transfer delay {_shown(value)} ms (must be finite and >= 0)",
+            f"invalid fallback transfer delay {quoted(value)} ms (must be finite and >= 0)",
             handoff_id=handoff_id,
         )
     return number
-
-
-def _shown(value: object, limit: int = 80) -> str:
-    """``repr(value)``, cut short: an error message never echoes a huge input."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else "<huge int>"
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 _INITIAL: dict[tuple[HandoffOrder, Revision], ChartState] = {}
@@ -369,17 +372,21 @@ def _invalid(snapshot: HandoffSnapshot | None, reason: str) -> HandoffError:
     )
 
 
-def _revalidated(snapshot: HandoffSnapshot) -> HandoffSnapshot:
-    """The snapshot validated field by field (``model_construct``/``model_copy`` skip that)."""
+def _revalidated(snapshot: HandoffSnapshot | str | bytes | Mapping[str, Any]) -> HandoffSnapshot:
+    """The snapshot validated field by field (``model_construct``/``model_copy`` skip that),
+    from any form :meth:`HandoffCoordinator.restore` takes."""
     try:
-        with warnings.catch_warnings():
-            # Dumping a snapshot built without validation warns about the raw values it holds.
-            warnings.simplefilter("ignore")
-            data = snapshot.model_dump(mode="python", round_trip=True)
-        return HandoffSnapshot.model_validate(data)
-    except (ValidationError, ValueError, TypeError, AttributeError) as error:
+        if isinstance(snapshot, str | bytes):
+            return HandoffSnapshot.model_validate_json(snapshot)
+        if isinstance(snapshot, HandoffSnapshot):
+            with warnings.catch_warnings():
+                # Dumping a snapshot built without validation warns about its raw values.
+                warnings.simplefilter("ignore")
+                snapshot = snapshot.model_dump(mode="python", round_trip=True)
+        return HandoffSnapshot.model_validate(snapshot)
+    except (ValidationError, ValueError, TypeError, AttributeError, RecursionError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise _invalid(None, _shown(message, 200)) from None
+        raise _invalid(None, quoted(message, 200)) from None
 
 
 def _checked_run(snapshot: HandoffSnapshot) -> tuple[HandoffRun, ChartState]:

@@ -25,8 +25,9 @@ from handoff_fsm.model import (
     NormalizedHandoffEvent,
     NormalizedStoredTiming,
     TransferTimingMode,
+    validate_transfer_delay_ms,
+    validate_transfer_timing,
 )
-from handoff_fsm.timing import validate_transfer_delay_ms, validate_transfer_timing
 
 EngineType = Backend
 """Dynamo's ``EngineType`` (``Vllm``, ``Sglang``, ``Trtllm``) is the library's :class:`Backend`."""

@@ -1,18 +1,26 @@
 """Every error the library raises on purpose, each with a stable code.
 
 Rule kept here: a code names *what* was wrong, the subclass says *whose* input it
-was (a fact, an action outcome, configuration, a conformance record, a trace
-line), and the attributes carry the context a caller would otherwise parse out
-of the message. Malformed values are pydantic's business (``ValidationError``).
-A message quotes input only through :func:`quoted`, so no input, however large
-or deeply nested, is ever echoed back whole.
+was (a fact, an action outcome, configuration, a conformance record), and the
+attributes carry the context a caller would otherwise parse out of the message.
+Malformed values are pydantic's business (``ValidationError``). A message quotes
+input only through :func:`quoted`, so no input, however large or deeply nested, is
+ever echoed back whole.
+
+This module knows only the protocol's own codes (:class:`HandoffErrorCode`). A layer
+above it that refuses input of its own (trace replay's :mod:`handoff_fsm.io.errors`,
+the behavioural diff's :mod:`handoff_fsm.verify.diff.errors`) declares its codes and
+its subclass where it lives and registers them here (:func:`register_codes`), so
+:func:`handoff_error` builds the right subclass for every code and
+:func:`error_codes` lists them all. Every error survives ``pickle``, ``copy`` and
+``deepcopy`` with its class, code, message and attributes (it crosses processes).
 """
 
 from __future__ import annotations
 
 import reprlib
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -49,18 +57,10 @@ class HandoffErrorCode(StrEnum):
     CONFORMANCE_COUNTS_MISMATCH = "conformance_counts_mismatch"
     CONFORMANCE_KV_VISIBILITY = "conformance_kv_visibility"
     CONFORMANCE_NOT_DRAINED = "conformance_not_drained"
-    # Trace replay.
-    INVALID_INPUT = "invalid_input"
-    DUPLICATE_COORDINATOR = "duplicate_coordinator"
-    UNKNOWN_COORDINATOR = "unknown_coordinator"
-    FORGOTTEN_COORDINATOR = "forgotten_coordinator"
-    LINE_TOO_LONG = "line_too_long"
-    INVALID_TIME = "invalid_time"
-    TIME_WENT_BACKWARDS = "time_went_backwards"
-    # Behavioural diff (handoff-fsm diff).
-    UNKNOWN_DIFF_SIDE = "unknown_diff_side"
-    DIFF_SIDE_FAILED = "diff_side_failed"
-    DIFF_TOO_LARGE = "diff_too_large"
+
+
+ErrorCode = StrEnum
+"""A code of any layer: :class:`HandoffErrorCode` or one a layer registered."""
 
 
 class HandoffError(ValueError):
@@ -70,14 +70,14 @@ class HandoffError(ValueError):
     coordinator when the input was rejected) are filled in where they apply.
     """
 
-    code: HandoffErrorCode
+    code: ErrorCode
     handoff_id: UUID | None
     action_id: int | None
     state: tuple[str, ...] | None
 
     def __init__(
         self,
-        code: HandoffErrorCode,
+        code: ErrorCode,
         message: str,
         *,
         handoff_id: UUID | None = None,
@@ -93,6 +93,14 @@ class HandoffError(ValueError):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code.value!r}, {self.message!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Rebuilt from its class, code and message, then every attribute set since."""
+        return (_rebuild, (type(self), self.code, self.message), dict(vars(self)))
+
+
+def _rebuild(cls: type[HandoffError], code: ErrorCode, message: str) -> HandoffError:
+    return cls(code, message)
 
 
 class FactError(HandoffError):
@@ -111,15 +119,7 @@ class ConformanceError(HandoffError):
     """A normalized handoff record does not match what the reference expects."""
 
 
-class TraceError(HandoffError):
-    """Input could not be read (malformed JSON or wire value) or addresses no coordinator."""
-
-
-class DiffError(HandoffError):
-    """A behavioural diff could not run: a side names nothing loadable, or misbehaves."""
-
-
-_ERROR_CLASS: dict[HandoffErrorCode, type[HandoffError]] = {
+_ERROR_CLASS: dict[ErrorCode, type[HandoffError]] = {
     **dict.fromkeys(
         (
             HandoffErrorCode.FOREIGN_HANDOFF,
@@ -163,31 +163,38 @@ _ERROR_CLASS: dict[HandoffErrorCode, type[HandoffError]] = {
         ),
         ConformanceError,
     ),
-    **dict.fromkeys(
-        (
-            HandoffErrorCode.INVALID_INPUT,
-            HandoffErrorCode.DUPLICATE_COORDINATOR,
-            HandoffErrorCode.UNKNOWN_COORDINATOR,
-            HandoffErrorCode.FORGOTTEN_COORDINATOR,
-            HandoffErrorCode.LINE_TOO_LONG,
-            HandoffErrorCode.INVALID_TIME,
-            HandoffErrorCode.TIME_WENT_BACKWARDS,
-        ),
-        TraceError,
-    ),
-    **dict.fromkeys(
-        (
-            HandoffErrorCode.UNKNOWN_DIFF_SIDE,
-            HandoffErrorCode.DIFF_SIDE_FAILED,
-            HandoffErrorCode.DIFF_TOO_LARGE,
-        ),
-        DiffError,
-    ),
 }
 
 
+_BY_VALUE: dict[str, ErrorCode] = {code.value: code for code in HandoffErrorCode}
+
+
+def register_codes(codes: type[StrEnum], family: type[HandoffError]) -> None:
+    """Make every code of ``codes`` (a layer's own) raise as ``family``.
+
+    Called once by the module that declares them; a code whose value another layer
+    already uses is refused (a reply names a code by its value alone).
+    """
+    for code in codes:
+        known = _BY_VALUE.get(code.value)
+        if known is not None and known is not code:
+            raise ValueError(f"error code {code.value!r} is already {type(known).__name__}'s")
+        _BY_VALUE[code.value] = code
+        _ERROR_CLASS[code] = family
+
+
+def error_codes() -> tuple[ErrorCode, ...]:
+    """Every code known so far, the protocol's first, then each layer's as registered."""
+    return tuple(_BY_VALUE.values())
+
+
+def error_code(value: str) -> ErrorCode | None:
+    """The code whose value is ``value`` (as a reply writes it), if one is registered."""
+    return _BY_VALUE.get(value)
+
+
 def handoff_error(
-    code: HandoffErrorCode,
+    code: ErrorCode,
     message: str,
     *,
     handoff_id: UUID | None = None,

@@ -2,9 +2,9 @@
 
 Rule kept here: the journal answers "is this outcome acceptable, and which chart
 event does it become?" and records it only once it is accepted (the reference
-records first and validates after, which can wedge a handoff; see README,
-"Improvements"). It never decides control flow: that is the chart's job. Ids
-increase strictly for the life of a coordinator, also across :meth:`clear`.
+records first and validates after, which can wedge a handoff; see "Improvements
+over the reference" in docs/coordinator.md). It never decides control flow: that is
+the chart's job. Ids increase strictly for the life of a coordinator, also across :meth:`clear`.
 """
 
 from __future__ import annotations
@@ -52,9 +52,12 @@ class ActionJournal:
         """
         kind = self.issued.get(action_id)
         if kind is None:
+            outcomes = self.outcomes
+            outstanding = [i for i in sorted(self.issued) if i not in outcomes]
             raise handoff_error(
                 HandoffErrorCode.UNKNOWN_ACTION,
-                f"unknown handoff action {action_id} (outstanding ids: {sorted(self.issued)})",
+                f"unknown handoff action {quoted(action_id)} "
+                f"(outstanding ids: {quoted(outstanding)})",
                 action_id=action_id,
             )
         previous = self.outcomes.get(action_id)

@@ -1,34 +1,51 @@
 """The value types of the handoff protocol: small, frozen, validated at the edge.
 
-Rule kept here: values a *caller* builds (facts, timings, outcomes) are validated
-by pydantic on construction; values the *library* builds (actions, issued
-actions) go through a trusted constructor, because their fields come from
-values that were already validated and re-validating them would dominate the
-cost of a handoff; so do facts built with ``observed`` from values of the exact
-types (a ``UUID``, a timing model, an int in u64), which the simulator's fake
-workers hold. Python names mirror the Rust reference
-(``tests/oracle/reference/replay_handoff.rs``); wire names live in
-:mod:`handoff_fsm.io.wire`.
+Rule kept here: every value is validated by pydantic, through its public API only.
+Values a *caller* builds (facts, timings, outcomes) go through the constructor;
+values the *library* builds (actions, issued actions, and facts built with
+``observed`` by the simulator's fake workers) go through the class's validator
+(:data:`_VALIDATE`, pydantic's ``TypeAdapter(cls).validator``), the cheapest way
+pydantic offers to build a model: their fields were validated already, and on a
+handoff's hot path the constructor's own Python frame is a cost worth saving
+(``make bench``'s "own objects" rows measure this choice against the others).
+Python names mirror the Rust reference (``tests/oracle/reference/replay_handoff.rs``);
+wire names live in :mod:`handoff_fsm.io.wire`.
+
+This module also holds the transfer-delay arithmetic (:func:`transfer_delay_ms` and
+its validators), in the reference's order of floating-point operations, so results
+match the reference bit for bit.
+
+This is the bottom of the protocol core: it imports :mod:`handoff_fsm.errors` and
+nothing else of the package. Which outcomes acknowledge which action is plain data
+of the action types (``acknowledged_by``, beside ``owner``), declared once here;
+:data:`handoff_fsm.chart.ACKNOWLEDGEMENTS` reads it and adds the chart's side (the
+event an acknowledgement becomes, whether a failure starts cleanup), and
+``expected_outcomes`` is derived from it below.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Final, NewType, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Final, NewType, Self
 from uuid import UUID
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetPydanticSchema,
     SerializationInfo,
+    TypeAdapter,
     field_serializer,
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticKnownError, core_schema
 
 from handoff_fsm.errors import HandoffErrorCode, handoff_error, quoted
-from handoff_fsm.timing import transfer_delay_ms
 
 U64_MAX = 2**64 - 1
 """Largest value of a Rust ``usize``/``u64``: counts and ids beyond it cannot cross the wire."""
@@ -54,7 +71,7 @@ class HandoffOrder(StrEnum):
 
 
 class Revision(StrEnum):
-    """Which revision of the reference protocol a coordinator follows (README, "Revisions").
+    """Which revision of the reference protocol a coordinator follows (docs/revisions.md).
 
     ``SEED`` is the vendored reference with the library's improvements; ``A976B2BF`` is
     upstream aisimulate at commit a976b2bf: a terminal fact after a successful handoff
@@ -152,32 +169,68 @@ class _Value(BaseModel):
         frozen=True, extra="forbid", revalidate_instances="never", ser_json_inf_nan="constants"
     )
 
-
-_ModelT = TypeVar("_ModelT", bound=BaseModel)
-_new = object.__new__
-# BaseModel's own slot descriptors, set directly: the same effect as object.__setattr__
-# (which a frozen model needs), without looking each name up along the class's MRO.
-_set_dict = vars(BaseModel)["__dict__"].__set__
-_set_fields_set = vars(BaseModel)["__pydantic_fields_set__"].__set__
-_set_extra = vars(BaseModel)["__pydantic_extra__"].__set__
-_set_private = vars(BaseModel)["__pydantic_private__"].__set__
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.__pydantic_complete__:  # a model with forward references has no validator yet
+            _VALIDATE[cls] = TypeAdapter(cls).validator.validate_python
 
 
-def _trusted(cls: type[_ModelT], values: dict[str, Any], fields_set: set[str]) -> _ModelT:
-    """Build a model from already-valid values without running validation.
-
-    Equivalent to what pydantic's own ``model_construct`` produces, at a fraction of
-    its cost. ``fields_set`` is shared per class and never mutated (models are frozen).
-    """
-    obj = _new(cls)
-    _set_dict(obj, values)
-    _set_fields_set(obj, fields_set)
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
+_VALIDATE: Final[dict[type[_Value], Callable[..., Any]]] = {}
+"""Per class, ``cls(**values)`` without the constructor's Python frame: the class's
+validator, as pydantic's ``TypeAdapter(cls).validator`` offers it; the result is the
+instance the constructor builds. The library builds its own values with it on hot
+paths (a dict, not a class attribute: attribute look-ups on a model class are slow)."""
 
 
 # --------------------------------------------------------------------------- timing
+
+
+def transfer_delay_ms(
+    tokens: int,
+    kv_bytes_per_token: int | None,
+    bandwidth_gb_s: float | None,
+    state_bytes: int = 0,
+) -> float | None:
+    """Milliseconds to move ``tokens`` of KV cache (plus ``state_bytes``), or ``None``.
+
+    ``None`` when the model is incomplete (no bandwidth; neither per-token bytes nor
+    state bytes) or the bandwidth is ``<= 0.0``; the coordinator then uses its fallback.
+    The order of operations is the reference's (``tokens * kv / (bandwidth * 1e9) *
+    1000``); Python floats are IEEE-754 doubles and ``float(int)`` rounds like Rust's
+    ``as f64``, so the result matches the reference's bit for bit.
+    """
+    if bandwidth_gb_s is None or (kv_bytes_per_token is None and state_bytes == 0):
+        return None
+    if bandwidth_gb_s <= 0.0:
+        return None
+    payload = float(tokens) * float(kv_bytes_per_token or 0)
+    if state_bytes:
+        payload += float(state_bytes)
+    return payload / (bandwidth_gb_s * 1e9) * 1000.0
+
+
+def validate_transfer_delay_ms(transfer_delay_ms: float | None) -> None:
+    """Reject a delay that is negative, NaN or infinite (``None`` means "no model": fine)."""
+    if transfer_delay_ms is None:
+        return
+    if not math.isfinite(transfer_delay_ms) or transfer_delay_ms < 0.0:
+        raise handoff_error(
+            HandoffErrorCode.INVALID_TRANSFER_DELAY,
+            f"invalid handoff transfer delay {transfer_delay_ms!r} ms (must be finite and >= 0)",
+        )
+
+
+def validate_transfer_timing(transfer_timing: HandoffTransferTiming) -> None:
+    """Reject a timing whose bandwidth is negative or non-finite, or whose delay is invalid."""
+    bandwidth = transfer_timing.bandwidth_gb_s
+    if bandwidth is not None and (not math.isfinite(bandwidth) or bandwidth < 0.0):
+        raise handoff_error(
+            HandoffErrorCode.INVALID_TRANSFER_BANDWIDTH,
+            f"invalid handoff transfer bandwidth {bandwidth!r} GB/s (must be finite and >= 0)",
+        )
+    validate_transfer_delay_ms(transfer_timing.full_prompt_delay_ms())
+
 
 _UNSET: Any = object()
 
@@ -207,37 +260,37 @@ class HandoffTransferTiming(_Value):
     ) -> None:
         # Positional arguments as in the design. Only the arguments given reach pydantic,
         # so a missing required field is still reported as missing, and unknown keywords
-        # are rejected, not dropped.
-        given = {
-            "mode": mode,
-            "full_prompt_tokens": full_prompt_tokens,
-            "kv_bytes_per_token": kv_bytes_per_token,
-            "bandwidth_gb_s": bandwidth_gb_s,
-            "state_bytes": state_bytes,
-        }
-        super().__init__(**{k: v for k, v in given.items() if v is not _UNSET}, **unknown)
+        # are rejected, not dropped. Spelt out, and validated into `self` as
+        # BaseModel.__init__ does (pydantic-core's `self_instance`), without its frame:
+        # a caller builds one timing per handoff.
+        if mode is not _UNSET:
+            unknown["mode"] = mode
+        if full_prompt_tokens is not _UNSET:
+            unknown["full_prompt_tokens"] = full_prompt_tokens
+        if kv_bytes_per_token is not _UNSET:
+            unknown["kv_bytes_per_token"] = kv_bytes_per_token
+        if bandwidth_gb_s is not _UNSET:
+            unknown["bandwidth_gb_s"] = bandwidth_gb_s
+        if state_bytes is not _UNSET:
+            unknown["state_bytes"] = state_bytes
+        _VALIDATE[type(self)](unknown, self_instance=self)
 
     # This __init__ only maps positional arguments to fields, so pydantic may validate
-    # without it: a fact holding a timing is read at a third of the cost (without the
-    # marker, pydantic-core calls __init__ for every nested timing it validates).
+    # without it (without the marker, pydantic-core calls __init__ for every nested
+    # timing it validates, e.g. in each SourceHeld read from a trace).
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     def for_prompt(self, full_prompt_tokens: int) -> HandoffTransferTiming:
         """This timing for a prompt of ``full_prompt_tokens`` tokens.
 
-        A source that publishes one timing per prompt (the simulator's) validates its
-        timing once: every other field was validated with this one, so a token count
-        that is an exact int in u64 needs no pydantic. Anything else is validated (and
-        refused with a ``ValidationError``) as the constructor would.
+        For a source that publishes one timing per prompt (the simulator's): the fields
+        this timing was given, with ``full_prompt_tokens`` replaced, validated as the
+        constructor would (a bad count is refused with a ``ValidationError``).
         """
-        values = self.__dict__.copy()
+        values = {name: self.__dict__[name] for name in self.model_fields_set}
         values["full_prompt_tokens"] = full_prompt_tokens
-        if type(full_prompt_tokens) is not int or not 0 <= full_prompt_tokens <= U64_MAX:
-            return HandoffTransferTiming.model_validate(values)
-        fields_set = self.__pydantic_fields_set__
-        if "full_prompt_tokens" not in fields_set:
-            fields_set = {*fields_set, "full_prompt_tokens"}
-        return _trusted(HandoffTransferTiming, values, fields_set)
+        timing: HandoffTransferTiming = _VALIDATE[HandoffTransferTiming](values)
+        return timing
 
     def delay_ms(self, destination_missing_tokens: int) -> float | None:
         """Transfer delay in ms for this footprint, or ``None`` without a usable model.
@@ -269,25 +322,18 @@ class _Fact(_Value):
     handoff_id: HandoffId
 
 
-_ID_FIELDS: Final = {"handoff_id"}
-_HELD_FIELDS: Final = {"handoff_id", "transfer_timing"}
-_RESERVED_FIELDS: Final = {"handoff_id", "transferable_prompt_tokens"}
-
-
 class _IdOnlyFact(_Fact):
     """A fact that carries nothing but the handoff it is about."""
 
     @classmethod
     def observed(cls, handoff_id: UUID) -> Self:
-        """The fact about ``handoff_id``, without pydantic when it is a ``uuid.UUID``.
+        """The fact about ``handoff_id``: ``cls(handoff_id=handoff_id)``, positionally.
 
-        For sources that hold the id already (the simulator's fake workers): on their
-        hot path, validating it again would double the fact's cost. The fact is equal to
-        the validated one; anything but a UUID is validated as the constructor would.
+        For sources that hold the id already (the simulator's fake workers, the session
+        policy). Validated like any fact: pydantic checks a ``uuid.UUID`` by its type.
         """
-        if type(handoff_id) is not UUID:
-            return cls(handoff_id=handoff_id)
-        return _trusted(cls, {"handoff_id": handoff_id}, _ID_FIELDS)
+        fact: Self = _VALIDATE[cls]({"handoff_id": handoff_id})
+        return fact
 
 
 class SourceHeld(_Fact):
@@ -297,12 +343,11 @@ class SourceHeld(_Fact):
 
     @classmethod
     def observed(cls, handoff_id: UUID, transfer_timing: HandoffTransferTiming) -> SourceHeld:
-        """The fact, without pydantic for a UUID and a timing model (as
-        :meth:`TransferCompleted.observed`)."""
-        if type(handoff_id) is not UUID or type(transfer_timing) is not HandoffTransferTiming:
-            return cls(handoff_id=handoff_id, transfer_timing=transfer_timing)
+        """The fact, positionally (as :meth:`TransferCompleted.observed`); a timing model
+        is taken as it is (models are never revalidated)."""
         values = {"handoff_id": handoff_id, "transfer_timing": transfer_timing}
-        return _trusted(cls, values, _HELD_FIELDS)
+        fact: SourceHeld = _VALIDATE[cls](values)
+        return fact
 
 
 class DestinationReserved(_Fact):
@@ -312,19 +357,13 @@ class DestinationReserved(_Fact):
 
     @classmethod
     def observed(cls, handoff_id: UUID, transferable_prompt_tokens: int) -> DestinationReserved:
-        """The fact, without pydantic for a UUID and an exact int in u64 (as
-        :meth:`TransferCompleted.observed`)."""
+        """The fact, positionally (as :meth:`TransferCompleted.observed`)."""
         values = {
             "handoff_id": handoff_id,
             "transferable_prompt_tokens": transferable_prompt_tokens,
         }
-        if (
-            type(handoff_id) is not UUID
-            or type(transferable_prompt_tokens) is not int
-            or not 0 <= transferable_prompt_tokens <= U64_MAX
-        ):
-            return cls.model_validate(values)
-        return _trusted(cls, values, _RESERVED_FIELDS)
+        fact: DestinationReserved = _VALIDATE[cls](values)
+        return fact
 
 
 class TransferCompleted(_IdOnlyFact):
@@ -358,97 +397,89 @@ FACT_TYPES: tuple[type[_Fact], ...] = (
 # --------------------------------------------------------------------------- actions
 
 
-class _ExpectedOutcomes:
-    """``Action.expected_outcomes``: read from the chart's ``ACKNOWLEDGEMENTS`` on first use.
-
-    The chart is the one table of which outcome acknowledges which action; this
-    descriptor only orders its entries by :data:`OUTCOME_PREFERENCE`. It works on
-    the class (``SubmitPrefill.expected_outcomes``) and on instances alike.
-    """
-
-    _cache: ClassVar[dict[type, tuple[HandoffActionOutcome, ...]]] = {}
-
-    def __get__(self, obj: object, owner: type) -> tuple[HandoffActionOutcome, ...]:
-        cached = self._cache.get(owner)
-        if cached is None:
-            # The chart imports this module for its vocabulary, so it is read lazily.
-            from handoff_fsm.chart import ACKNOWLEDGEMENTS  # noqa: PLC0415
-
-            ack = ACKNOWLEDGEMENTS.get(owner)
-            accepted = ack.accepted if ack is not None else frozenset()
-            cached = self._cache[owner] = tuple(
-                getattr(HandoffActionOutcome, kind.name)  # the shared constants
-                for kind in OUTCOME_PREFERENCE
-                if kind in accepted
-            )
-        return cached
-
-
 class _Action(_Value):
     handoff_id: HandoffId
-    _fields: ClassVar[set[str]] = {"handoff_id"}
     owner: ClassVar[Owner]
     """Who performs this action (see :class:`Owner`)."""
-    expected_outcomes: ClassVar[_ExpectedOutcomes] = _ExpectedOutcomes()
-    """The outcomes that acknowledge this action as done, the ordinary one first
-    (``(SUBMITTED,)`` for ``SubmitPrefill``, ``(APPLIED, NOOP)`` for ``ReleaseSource``,
-    ``()`` for ``Complete``, which is never acknowledged). ``Failed(..)`` is not listed:
-    it says the action was not done."""
+    acknowledged_by: ClassVar[frozenset[OutcomeKind]] = frozenset()
+    """The outcome kinds that acknowledge this action as done: the one table of them
+    (the chart's ``ACKNOWLEDGEMENTS`` reads it, see the module docstring). Empty for
+    ``Complete``, which is never acknowledged. ``Failed`` is never listed: it says the
+    action was not done."""
+    expected_outcomes: ClassVar[tuple[HandoffActionOutcome, ...]] = ()
+    """:attr:`acknowledged_by` as outcomes, the ordinary one first (by
+    :data:`OUTCOME_PREFERENCE`): ``(SUBMITTED,)`` for ``SubmitPrefill``,
+    ``(APPLIED, NOOP)`` for ``ReleaseSource``, ``()`` for ``Complete``."""
 
     @classmethod
     def issued_for(cls, handoff_id: UUID) -> Self:
-        """Trusted constructor for the coordinator's own actions (no validation)."""
-        return _trusted(cls, {"handoff_id": handoff_id}, cls._fields)
+        """The coordinator's own action for ``handoff_id``.
+
+        Validated like any action (pydantic checks a UUID by its type), through the
+        class's validator (see the module docstring).
+        """
+        action: Self = _VALIDATE[cls]({"handoff_id": handoff_id})
+        return action
+
+
+_DONE_OR_NOTHING_TO_DO: Final = frozenset({OutcomeKind.APPLIED, OutcomeKind.NOOP})
 
 
 class SubmitPrefill(_Action):
     """Ask the source to prefill the prompt and hold its KV cache."""
 
     owner: ClassVar[Owner] = Owner.SOURCE
+    acknowledged_by: ClassVar[frozenset[OutcomeKind]] = frozenset({OutcomeKind.SUBMITTED})
 
 
 class ReserveDestination(_Action):
     """Ask the destination to reserve room for the request."""
 
     owner: ClassVar[Owner] = Owner.DESTINATION
+    acknowledged_by: ClassVar[frozenset[OutcomeKind]] = frozenset({OutcomeKind.ACCEPTED})
 
 
 class StartTransfer(_Action):
     """Start moving the KV cache; it lands ``delay_ms`` later (virtual time)."""
 
     owner: ClassVar[Owner] = Owner.TRANSFER
+    acknowledged_by: ClassVar[frozenset[OutcomeKind]] = frozenset({OutcomeKind.SCHEDULED})
 
     delay_ms: F64
-    _fields: ClassVar[set[str]] = {"handoff_id", "delay_ms"}
 
     @classmethod
     def issued_with_delay(cls, handoff_id: UUID, delay_ms: float) -> StartTransfer:
-        """Trusted constructor for the coordinator's own transfer action."""
-        return _trusted(cls, {"handoff_id": handoff_id, "delay_ms": delay_ms}, cls._fields)
+        """The coordinator's own transfer action (as :meth:`issued_for <_Action.issued_for>`)."""
+        action: StartTransfer = _VALIDATE[cls]({"handoff_id": handoff_id, "delay_ms": delay_ms})
+        return action
 
 
 class ActivateDestination(_Action):
     """Make the transferred KV cache visible at the destination; decode may start."""
 
     owner: ClassVar[Owner] = Owner.DESTINATION
+    acknowledged_by: ClassVar[frozenset[OutcomeKind]] = frozenset({OutcomeKind.APPLIED})
 
 
 class ReleaseSource(_Action):
     """Free the source's copy of the KV cache after a successful handoff."""
 
     owner: ClassVar[Owner] = Owner.SOURCE
+    acknowledged_by: ClassVar[frozenset[OutcomeKind]] = _DONE_OR_NOTHING_TO_DO
 
 
 class CancelSource(_Action):
     """Cleanup: abandon the source's side of the handoff."""
 
     owner: ClassVar[Owner] = Owner.SOURCE
+    acknowledged_by: ClassVar[frozenset[OutcomeKind]] = _DONE_OR_NOTHING_TO_DO
 
 
 class CancelDestination(_Action):
     """Cleanup: abandon the destination's reservation."""
 
     owner: ClassVar[Owner] = Owner.DESTINATION
+    acknowledged_by: ClassVar[frozenset[OutcomeKind]] = _DONE_OR_NOTHING_TO_DO
 
 
 class Complete(_Action):
@@ -480,8 +511,33 @@ ACTION_TYPES: tuple[type[_Action], ...] = (
     Complete,
 )
 
-_ISSUED_FIELDS = {"id", "action"}
 _ACTIONS_BY_NAME: dict[str, type[_Action]] = {cls.__name__: cls for cls in ACTION_TYPES}
+
+
+_EXACT_ACTION_TYPES: Final = frozenset(ACTION_TYPES)
+
+
+def _validated_action(value: Any) -> Any:
+    """An action as it is; its wire form, ``{"StartTransfer": {...}}``, as the action it tags."""
+    if type(value) in _EXACT_ACTION_TYPES or isinstance(value, _Action):
+        return value
+    if not isinstance(value, dict):
+        raise PydanticKnownError("is_instance_of", {"class": "HandoffAction"})
+    name = next(iter(value)) if len(value) == 1 else None
+    variant = _ACTIONS_BY_NAME.get(name) if isinstance(name, str) else None
+    if variant is None:
+        raise ValueError(
+            'an action is tagged with its variant, e.g. {"StartTransfer": {...}}; '
+            f"got {quoted(value)}"
+        )
+    return variant.model_validate(value[name])
+
+
+def _action_schema(_source: Any, _handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+    # One look at the type for every kind of action: a union of the eight models would
+    # try them in turn, building an error for each one that does not match, and an
+    # instance check of a model class goes through ABCMeta.__instancecheck__.
+    return core_schema.no_info_plain_validator_function(_validated_action)
 
 
 class IssuedHandoffAction(_Value):
@@ -493,22 +549,7 @@ class IssuedHandoffAction(_Value):
     """
 
     id: U64
-    action: HandoffAction
-
-    @model_validator(mode="before")
-    @classmethod
-    def _untag_action(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not isinstance(data.get("action"), dict):
-            return data
-        tagged = data["action"]
-        name = next(iter(tagged)) if len(tagged) == 1 else None
-        variant = _ACTIONS_BY_NAME.get(name) if isinstance(name, str) else None
-        if variant is None:
-            raise ValueError(
-                'an action is tagged with its variant, e.g. {"StartTransfer": {...}}; '
-                f"got {quoted(tagged)}"
-            )
-        return {**data, "action": variant.model_validate(tagged[name])}
+    action: Annotated[HandoffAction, GetPydanticSchema(_action_schema)]
 
     @field_serializer("action")
     def _tag_action(self, action: HandoffAction, info: SerializationInfo) -> dict[str, Any]:
@@ -516,8 +557,9 @@ class IssuedHandoffAction(_Value):
 
     @classmethod
     def trusted(cls, action_id: int, action: HandoffAction) -> IssuedHandoffAction:
-        """Trusted constructor for the coordinator's own output (no validation)."""
-        return _trusted(cls, {"id": action_id, "action": action}, _ISSUED_FIELDS)
+        """The coordinator's own output (as :meth:`issued_for <_Action.issued_for>`)."""
+        issued: IssuedHandoffAction = _VALIDATE[cls]({"id": action_id, "action": action})
+        return issued
 
 
 # --------------------------------------------------------------------------- outcomes
@@ -583,6 +625,15 @@ HandoffActionOutcome.ACCEPTED = HandoffActionOutcome(kind=OutcomeKind.ACCEPTED)
 HandoffActionOutcome.SCHEDULED = HandoffActionOutcome(kind=OutcomeKind.SCHEDULED)
 HandoffActionOutcome.APPLIED = HandoffActionOutcome(kind=OutcomeKind.APPLIED)
 HandoffActionOutcome.NOOP = HandoffActionOutcome(kind=OutcomeKind.NOOP)
+
+# Each action's expected outcomes: its acknowledged_by as the shared constants, in order.
+for _action_type in ACTION_TYPES:
+    _action_type.expected_outcomes = tuple(
+        getattr(HandoffActionOutcome, kind.name)
+        for kind in OUTCOME_PREFERENCE
+        if kind in _action_type.acknowledged_by
+    )
+del _action_type
 
 
 # --------------------------------------------------------------------------- conformance

@@ -45,7 +45,7 @@ from typing import Final, NamedTuple, Protocol
 from uuid import UUID
 
 from handoff_fsm.chart import ACKNOWLEDGEMENTS, REJECTIONS
-from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
+from handoff_fsm.errors import ErrorCode, HandoffError, HandoffErrorCode, handoff_error, quoted
 from handoff_fsm.model import (
     ACTION_TYPES,
     FACT_TYPES,
@@ -202,7 +202,7 @@ class SessionResult:
     """Premature facts never applied: cleanup began before their acknowledgement came."""
     rejected: tuple[Rejection, ...]
     """Inputs the coordinator refused (other than premature facts, which are held back)."""
-    refusals: dict[HandoffErrorCode, int]
+    refusals: dict[ErrorCode, int]
     """Every refusal of the coordinator by code, held-back facts included (each try)."""
     inputs: int
     """Inputs fed to the coordinator: start, facts (each try of a held-back one), outcomes,
@@ -273,7 +273,7 @@ class _Log:
     unapplied: list[HandoffFact] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
     ignored: list[SessionInput] = field(default_factory=list)
-    refusals: dict[HandoffErrorCode, int] = field(default_factory=dict)
+    refusals: dict[ErrorCode, int] = field(default_factory=dict)
     given_up: set[int] = field(default_factory=set)
     """Ids of the actions in ``failed`` and ``abandoned``: their outcomes are ignored."""
 
@@ -458,7 +458,7 @@ class SessionPolicy:
         return self._log is None and self._buffer is None
 
     @property
-    def refusals(self) -> dict[HandoffErrorCode, int]:
+    def refusals(self) -> dict[ErrorCode, int]:
         """The coordinator's refusals so far, by code (see :attr:`SessionResult.refusals`)."""
         return {} if self._log is None else dict(self._log.refusals)
 

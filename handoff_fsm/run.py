@@ -33,16 +33,13 @@ from handoff_fsm.model import (
     StartTransfer,
     SubmitPrefill,
     TransferTimingMode,
-)
-from handoff_fsm.timing import (
     transfer_delay_ms,
     validate_transfer_delay_ms,
     validate_transfer_timing,
 )
 
 if TYPE_CHECKING:
-    from handoff_fsm.engines.compiled import ChartState
-    from handoff_fsm.engines.statechart import LiveChartState
+    from handoff_fsm.engines.state import EngineState
 
 TimingInputs = tuple[bool, int, int | None, float | None, int]
 """(full-prompt mode?, full_prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes).
@@ -59,7 +56,7 @@ class HandoffRun:
     order: HandoffOrder
     fallback: float
     journal: ActionJournal
-    state: ChartState | LiveChartState
+    state: EngineState
     timing: TimingInputs | None
     tokens: int | None
 

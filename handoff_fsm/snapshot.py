@@ -37,7 +37,13 @@ class RecordedOutcome(_Value):
 
 
 class HandoffSnapshot(_Value):
-    """Everything a :class:`~handoff_fsm.HandoffCoordinator` knows, at one moment."""
+    """Everything a :class:`~handoff_fsm.HandoffCoordinator` knows, at one moment.
+
+    Made by :meth:`~handoff_fsm.HandoffCoordinator.snapshot`; given back (as the model,
+    its JSON text or its ``dict``) to :meth:`~handoff_fsm.HandoffCoordinator.restore`,
+    which continues exactly there and refuses, as ``invalid_snapshot``, any snapshot no
+    sequence of inputs reaches.
+    """
 
     version: Literal[1] = SNAPSHOT_VERSION
     """Format version; exactly the integer 1 (``true`` or ``1.0`` are refused)."""

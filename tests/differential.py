@@ -10,7 +10,7 @@ same error codes (messages are free text and differ). About a third of the
 handoffs are diligent: they mostly send what a well-behaved engine would, so
 walks reach successful handoffs (and what follows them) often.
 
-Each walk runs one protocol revision (README, Protocol revisions) or mixes them per
+Each walk runs one protocol revision (docs/revisions.md) or mixes them per
 coordinator: ``seed`` writes no ``"revision"`` key, ``a976b2bf`` writes it on
 every ``new`` line, ``mixed`` picks per coordinator (and names the seed
 explicitly or not). Walks that name revisions also send invalid revision names
@@ -18,7 +18,7 @@ and values, and keep successful a976b2bf handoffs around for the terminal facts
 that reopen their cleanup; every walk sends timings whose scheduled delay
 overflows (destination-missing tokens far beyond the prompt at a tiny bandwidth)
 and timings with ``state_bytes``. With ``times=True`` the same walk's lines carry
-``at_ms``, good and bad (README, Trace replay, Times).
+``at_ms``, good and bad (docs/replay.md, Times).
 
 Run it by hand for a long walk:
 ``python -m tests.differential --steps 100000 --seed 7 --revision a976b2bf``.

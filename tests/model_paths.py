@@ -25,15 +25,17 @@ from handoff_fsm import (
     HandoffSnapshot,
     Revision,
 )
+from handoff_fsm.io.inputs import Input, Reply, reply_of
 from handoff_fsm.io.wire import issued_from_wire
-from handoff_fsm.verify.coverage import chart_state_of
+from handoff_fsm.structure.transitions import chart_state_of
 from handoff_fsm.verify.exploration import (
     HANDOFF_ID,
     explore_graph,
     leaves_of_snapshot,
     trace_lines,
 )
-from handoff_fsm.verify.invariants import Invariant, Observation, Op, Reply, observe, reply_of
+from handoff_fsm.verify.invariants import Observation, observe
+from handoff_fsm.verify.rules import Invariant
 
 # ---------------------------------------------------------------------- model-based paths
 
@@ -49,7 +51,7 @@ class ModelPath:
     name: str
     order: HandoffOrder
     revision: Revision
-    ops: tuple[Op, ...]
+    ops: tuple[Input, ...]
     replies: tuple[Reply, ...]
     snapshot: HandoffSnapshot
     chart_state: int
@@ -97,7 +99,7 @@ def _model_path(
     name: str,
     order: HandoffOrder,
     revision: Revision,
-    ops: list[Op],
+    ops: list[Input],
     step: tuple[int, str] | None,
 ) -> ModelPath:
     coordinator = HandoffCoordinator(HANDOFF_ID, order, revision=revision)
@@ -136,6 +138,6 @@ def audit(trace: Iterable[str], replies: Iterable[str]) -> list[tuple[Invariant,
     obs = Observation(UUID(new["handoff_id"]), HandoffOrder(new["order"]), revision)
     findings: list[tuple[Invariant, str]] = []
     for line, reply in zip(lines[1:], list(replies)[1:], strict=True):
-        obs, found = observe(obs, Op.from_wire(line), reply_from_wire(json.loads(reply)))
+        obs, found = observe(obs, Input.from_wire(line), reply_from_wire(json.loads(reply)))
         findings += found
     return findings

@@ -7,19 +7,25 @@ demands exactly one stderr line ``handoff-fsm <command>: ...`` and no traceback.
 from __future__ import annotations
 
 import argparse
+import builtins
+import errno
+import io
 import json
 import os
-import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import handoff_fsm
 from handoff_fsm import cli
 from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES
+from handoff_fsm.model import Revision
 
 HID = "01234567-89ab-cdef-0123-456789abcdef"
 TRACE_LINES = [
@@ -135,27 +141,61 @@ def test_closed_stdout_does_not_matter_when_writing_a_file(work: Path) -> None:
     assert len((work / "out.jsonl").read_text().splitlines()) == 2
 
 
-@pytest.mark.skipif(os.name != "posix" or shutil.which("sh") is None, reason="needs a POSIX shell")
-def test_unreadable_file_is_one_line(work: Path) -> None:
+NOBODY = 65534
+
+
+@contextmanager
+def refused_to_read(path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Inside, opening ``path`` fails with EACCES, as it does for a user without the right.
+
+    ``path`` has mode 0. That is enough for any user but root, who reads anything: as root,
+    the effective user id is ``nobody``'s inside (the real and saved ids stay root's, so it
+    is restored after). Where root cannot become nobody (a user namespace mapping only
+    root), ``open`` refuses ``path`` the way the kernel would.
+    """
+    if os.geteuid() != 0:
+        yield
+        return
+    try:
+        os.seteuid(NOBODY)
+    except OSError:
+        real_open = builtins.open
+
+        def refusing_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+            if os.fspath(file) == str(path):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(file))
+            return real_open(file, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "open", refusing_open)
+        monkeypatch.setattr(io, "open", refusing_open)
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_unreadable_file_is_one_line(
+    work: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command as a user runs it, in this process (through :func:`cli.main`), so the
+    check does not depend on whether another user could import the package from where
+    the clone sits."""
     secret = work / "secret.jsonl"
     secret.write_text("\n".join(TRACE_LINES) + "\n")
     secret.chmod(0)
-    command = []
-    if os.geteuid() == 0:  # root reads anything: run as nobody, who cannot
-        if shutil.which("setpriv") is None:
-            pytest.skip("running as root without setpriv: cannot make a file unreadable")
-        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    result = subprocess.run(
-        [*command, sys.executable, "-m", "handoff_fsm", "replay", str(secret)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )
-    if "Permission denied" not in result.stderr or "secret" not in result.stderr:
-        pytest.skip(f"this environment cannot run the unprivileged check: {result.stderr[-300:]}")
-    line = assert_one_line_error(result, "replay")
-    assert line == f"handoff-fsm replay: {secret}: Permission denied"
+    # Import everything the command and its error path use, while the clone is readable.
+    assert cli.main(["replay", "trace.jsonl", "-o", os.devnull]) == 0
+    assert cli.main(["replay", "missing.jsonl"]) == 2
+    capsys.readouterr()
+    with refused_to_read(secret, monkeypatch):
+        status = cli.main(["replay", str(secret)])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.out == ""
+    assert captured.err == f"handoff-fsm replay: {secret}: Permission denied\n"
 
 
 @pytest.mark.parametrize(
@@ -193,6 +233,29 @@ def test_a_closed_pipe_ends_quietly(work: Path) -> None:
     assert stderr == ""
 
 
+@pytest.mark.parametrize(
+    ("command", "status"),
+    [
+        ("diff seed a976b2bf", 1),
+        ("diff seed seed", 0),
+        ("check --revision seed --order SourceFirst", 0),
+    ],
+)
+def test_a_closed_pipe_keeps_the_verdict(work: Path, command: str, status: int) -> None:
+    """`handoff-fsm diff A B | true` under `set -o pipefail` must still fail a CI gate."""
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "handoff_fsm", *command.split()],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=work,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()  # as `| true` does: the reader is gone before anything is written
+    stderr = reader.stderr.read().decode()
+    assert reader.wait(timeout=300) == status, stderr
+    assert "Traceback" not in stderr
+
+
 def test_the_max_line_bytes_option_bounds_lines(work: Path) -> None:
     result = run("replay trace.jsonl --max-line-bytes 60", work)
     assert result.returncode == 0
@@ -222,7 +285,19 @@ def test_every_subcommand_and_argument_has_help() -> None:
         assert action.help and action.help != argparse.SUPPRESS, action.dest
     (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     helps = {choice.dest: choice.help for choice in subparsers._choices_actions}
-    assert set(helps) == set(subparsers.choices) == set(cli._RUNNERS)
+    assert set(helps) == set(subparsers.choices)
+    assert set(helps) == {
+        "replay",
+        "diagrams",
+        "diagram",
+        "review",
+        "check",
+        "simulate",
+        "diff",
+        "lifecycle",
+    }
+    for sub in subparsers.choices.values():
+        assert callable(sub.get_default("run"))  # each parser names its runner
     for name, sub in subparsers.choices.items():
         assert helps[name], name
         assert sub.description, name
@@ -247,8 +322,11 @@ def test_the_cli_module_and_help_stay_light() -> None:
         "import sys\n"
         "from handoff_fsm.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "heavy = ('handoff_fsm.cli.', 'handoff_fsm.io', 'handoff_fsm.verify', "
-        "'handoff_fsm.diagrams', 'handoff_fsm.simulate', 'rich', 'graphviz')\n"
+        # The parsers read their defaults from the protocol and the trace reader (io);
+        # nothing above them loads until a command runs.
+        "heavy = ('handoff_fsm.verify', 'handoff_fsm.structure', 'handoff_fsm.render', "
+        "'handoff_fsm.review', 'handoff_fsm.simulate', 'handoff_fsm.io.follow', "
+        "'handoff_fsm.io.lifecycle', 'rich', 'graphviz', 'matplotlib')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)\n"
     )
     result = subprocess.run(
@@ -259,7 +337,29 @@ def test_the_cli_module_and_help_stay_light() -> None:
 
 
 def test_the_default_line_limit_is_the_library_s() -> None:
-    assert cli._DEFAULT_MAX_LINE_BYTES == DEFAULT_MAX_LINE_BYTES == 1 << 20
+    args = cli.build_parser().parse_args(["replay", "-"])
+    assert args.max_line_bytes == DEFAULT_MAX_LINE_BYTES == 1 << 20
+
+
+def test_revision_means_one_thing_everywhere() -> None:
+    """Every --revision takes the same names and hands the library a Revision."""
+    parser = cli.build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    taking = []
+    for name, sub in subparsers.choices.items():
+        if not any("--revision" in a.option_strings for a in sub._actions):
+            continue
+        taking.append(name)
+        needed = ["-"] if name in ("replay", "lifecycle") else []
+        needed += ["--trace", "-", "-o", "x.svg"] if name == "diagram" else []
+        for revision in Revision:
+            args = parser.parse_args([name, *needed, "--revision", revision.value])
+            assert args.revision is revision, name
+        default = parser.parse_args([name, *needed]).revision
+        assert default is Revision.SEED or (name == "check" and default == "both"), name
+        with pytest.raises(SystemExit):
+            parser.parse_args([name, *needed, "--revision", "A976B2BF"])
+    assert sorted(taking) == ["check", "diagram", "lifecycle", "replay", "simulate"]
 
 
 def test_diagram_reads_hostile_traces_like_replay(work: Path) -> None:
@@ -281,3 +381,55 @@ def test_diagram_reads_hostile_traces_like_replay(work: Path) -> None:
     assert result.returncode == 0, result.stderr
     dot = (work / "out.dot").read_text()
     assert "1 inputs" in dot and "line_too_long" in dot and "invalid_input" in dot
+
+
+def test_replay_refuses_to_overwrite_its_trace_through_standard_streams(work: Path) -> None:
+    trace = work / "trace.jsonl"
+    before = trace.read_bytes()
+    with trace.open("rb") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "handoff_fsm", "replay", "-", "-o", str(trace)],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    assert result.returncode == 2 and "would overwrite the trace" in result.stderr
+    assert trace.read_bytes() == before
+    with trace.open("rb") as stdin:  # another file of the same content is fine
+        ok = subprocess.run(
+            [sys.executable, "-m", "handoff_fsm", "replay", "-", "-o", str(work / "out.jsonl")],
+            stdin=stdin,
+            capture_output=True,
+            check=False,
+        )
+    assert ok.returncode == 0 and (work / "out.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("bound", ["9223372036854775807", str(2**64), "0"])
+def test_an_unreadable_line_bound_is_a_usage_error(work: Path, bound: str) -> None:
+    result = run(f"replay trace.jsonl --max-line-bytes {bound}", work)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "--max-line-bytes" in result.stderr.splitlines()[-1]
+
+
+def test_replay_strict_fails_when_a_line_was_refused(work: Path) -> None:
+    good = "\n".join(TRACE_LINES) + "\n"
+    (work / "good.jsonl").write_text(good)
+    (work / "bad.jsonl").write_text(good + "{not json\n")
+    assert run("replay good.jsonl --strict", work).returncode == 0
+    strict = run("replay bad.jsonl --strict", work)
+    assert strict.returncode == 1
+    assert strict.stdout.splitlines()[-1].startswith('{"coordinator": null, "error": ')
+    assert run("replay bad.jsonl", work).returncode == 0  # without --strict: as before
+
+
+def test_an_extra_argument_is_said_with_the_subcommands_usage(work: Path) -> None:
+    result = run("diagrams a b", work)
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: handoff-fsm diagrams ")
+    assert result.stderr.splitlines()[-1] == (
+        "handoff-fsm diagrams: error: unrecognized arguments: b"
+    )
+    assert not (work / "a").exists()  # nothing ran

@@ -832,18 +832,6 @@ def test_every_rejected_call_leaves_the_coordinator_unchanged(engine: Engine) ->
         and code
         not in {
             HandoffErrorCode.UNSUPPORTED_BACKEND,
-            HandoffErrorCode.INVALID_INPUT,
-            HandoffErrorCode.LINE_TOO_LONG,
-            HandoffErrorCode.DUPLICATE_COORDINATOR,
-            HandoffErrorCode.UNKNOWN_COORDINATOR,
-            HandoffErrorCode.FORGOTTEN_COORDINATOR,
-            # a trace line's time (tests/test_replay_times.py)
-            HandoffErrorCode.INVALID_TIME,
-            HandoffErrorCode.TIME_WENT_BACKWARDS,
-            # handoff-fsm diff's (tests/test_diff.py)
-            HandoffErrorCode.UNKNOWN_DIFF_SIDE,
-            HandoffErrorCode.DIFF_SIDE_FAILED,
-            HandoffErrorCode.DIFF_TOO_LARGE,
             # a session's settings (tests/test_policy.py, tests/test_aio.py)
             HandoffErrorCode.INVALID_SESSION_OPTION,
         }

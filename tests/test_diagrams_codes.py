@@ -16,22 +16,30 @@ from handoff_fsm import (
     TransferTimingMode,
 )
 from handoff_fsm.chart import REJECTIONS, VALIDATORS
-from handoff_fsm.diagrams import error_conditions
-from handoff_fsm.diagrams.codes import VALIDATOR_CODES
+from handoff_fsm.io.errors import TraceErrorCode
 from handoff_fsm.model import HandoffActionOutcome
+from handoff_fsm.review import error_conditions
+from handoff_fsm.review.codes import VALIDATOR_CODES
+from handoff_fsm.verify.diff.errors import DiffErrorCode
 
 ID = "00000000-0000-4000-8000-0000000000c0"
 
 
 def test_every_code_has_a_condition_and_its_family() -> None:
     conditions = error_conditions()
-    assert [c.code for c in conditions] == list(HandoffErrorCode)
+    assert [c.code for c in conditions] == [
+        *HandoffErrorCode,
+        *TraceErrorCode,
+        *DiffErrorCode,
+    ]
     for entry in conditions:
         assert entry.condition.endswith(".")
         assert entry.family.endswith("Error")
     family = {c.code: c.family for c in conditions}
     assert family[HandoffErrorCode.CONFLICTING_OUTCOME] == "OutcomeError"
     assert family[HandoffErrorCode.INVALID_SNAPSHOT] == "ConfigurationError"
+    assert family[TraceErrorCode.TIME_WENT_BACKWARDS] == "TraceError"
+    assert family[DiffErrorCode.DIFF_SIDE_FAILED] == "DiffError"
 
 
 def test_rejections_name_the_states_the_chart_rejects_them_in() -> None:

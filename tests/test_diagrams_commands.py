@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from handoff_fsm.cli import main
-from handoff_fsm.diagrams import diagram_files, review_files
+from handoff_fsm.review import diagram_files, review_files
 
 
 @pytest.mark.requires("dot")

@@ -15,32 +15,31 @@ from pathlib import Path
 import pytest
 
 from handoff_fsm.cli import main
-from handoff_fsm.diagrams import (
+from handoff_fsm.io.lifecycle import MessageKind, Participant, trace_lifecycle
+from handoff_fsm.io.lines import bounded_lines
+from handoff_fsm.model import HandoffCompletion, Revision
+from handoff_fsm.render import (
     COMPACT,
-    DIAGRAMS_DIR,
     Panel,
-    decode_cancel_runs,
     read_stamp,
     sequence_dot,
     sequence_mermaid,
     side_by_side_svg,
-    trace_lifecycle,
 )
-from handoff_fsm.diagrams.decode_cancel import (
+from handoff_fsm.render.sequence import render_sequence
+from handoff_fsm.render.side_by_side import figure_digest
+from handoff_fsm.render.stamp import dot_digest
+from handoff_fsm.review import DIAGRAMS_DIR
+from handoff_fsm.review.design import SIDE_BY_SIDE_FILE, decode_cancel_file
+from handoff_fsm.review.files import decode_cancel_side_by_side
+from handoff_fsm.simulate.decode_cancel import (
     TITLE,
     DecodeCancelRun,
     decode_cancel_run,
+    decode_cancel_runs,
     lifecycle_title,
-    side_by_side,
     simulate_command,
 )
-from handoff_fsm.diagrams.lifecycle import MessageKind, Participant
-from handoff_fsm.diagrams.review import SIDE_BY_SIDE_FILE, decode_cancel_file
-from handoff_fsm.diagrams.sequence import render_sequence
-from handoff_fsm.diagrams.side_by_side import figure_digest
-from handoff_fsm.diagrams.stamp import dot_digest
-from handoff_fsm.io.lines import bounded_lines
-from handoff_fsm.model import HandoffCompletion, Revision
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / DIAGRAMS_DIR
@@ -180,7 +179,7 @@ def test_the_side_by_side_figure_is_the_two_committed_traces_drawn_next_to_each_
         for revision in REVISIONS
     ]
     assert runs == list(decode_cancel_runs())
-    redrawn = side_by_side(tuple(runs))
+    redrawn = decode_cancel_side_by_side(tuple(runs))
     committed = (COMMITTED / SIDE_BY_SIDE_FILE).read_bytes()
     assert read_stamp("svg", redrawn) == read_stamp("svg", committed)
     panels = tuple(
@@ -247,15 +246,18 @@ def test_words_are_escaped_in_the_figure() -> None:
     assert ">x &amp; y</text>" in figure
 
 
-# ---------------------------------------------------------------------- README
+# ---------------------------------------------------------------------- the docs
 
 
 def _protocol_revisions() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return readme.split("### Protocol revisions", 1)[1].split("\n## ", 1)[0]
+    """The docs page on revisions. The site serves the repository's diagrams/ at its root,
+    beside the pages (tools/docs/hooks.py), so its ``diagrams/...`` links name those files."""
+    page = (ROOT / "docs" / "revisions.md").read_text(encoding="utf-8")
+    assert page.startswith("# Protocol revisions\n")
+    return page
 
 
-def test_the_readme_shows_the_figure_and_links_each_revisions_chart_and_table() -> None:
+def test_the_docs_show_the_figure_and_link_each_revisions_chart_and_table() -> None:
     section = _protocol_revisions()
     assert f"](diagrams/{SIDE_BY_SIDE_FILE})" in section
     assert section.count("![") == 1

@@ -62,7 +62,8 @@ def test_pydot_is_not_a_dependency() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["handoff_fsm.diagrams", "handoff_fsm.cli.diagrams", "handoff_fsm.cli"]
+    "module",
+    ["handoff_fsm.render", "handoff_fsm.review", "handoff_fsm.cli.diagrams", "handoff_fsm.cli"],
 )
 def test_the_diagrams_do_not_load_rich(module: str) -> None:
     result = subprocess.run(
@@ -81,7 +82,11 @@ def test_the_simulation_command_does_load_rich() -> None:
         [
             sys.executable,
             "-c",
-            "import handoff_fsm.cli.simulate, sys; print('rich' in sys.modules)",
+            "import sys, contextlib, io\n"
+            "from handoff_fsm.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['simulate', '--handoffs', '1'])\n"
+            "print('rich' in sys.modules)",
         ],
         capture_output=True,
         text=True,

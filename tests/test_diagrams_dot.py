@@ -8,17 +8,10 @@ import graphviz
 import pytest
 from graphviz.quoting import quote
 
-from handoff_fsm.diagrams import (
-    EdgeKind,
-    Highlight,
-    describe_chart,
-    dot_digest,
-    read_stamp,
-    render,
-    statechart_dot,
-)
-from handoff_fsm.diagrams.dot import edge_label_lines, statechart_graph
-from handoff_fsm.diagrams.model import ChartModel
+from handoff_fsm.render import Highlight, dot_digest, read_stamp, render, statechart_dot
+from handoff_fsm.render.dot import edge_label_lines, statechart_graph
+from handoff_fsm.structure import EdgeKind, describe_chart
+from handoff_fsm.structure.describe import ChartModel
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -22,25 +22,22 @@ import pytest
 
 import handoff_fsm.chart
 from handoff_fsm.chart import HandoffChart
-from handoff_fsm.diagrams import (
+from handoff_fsm.model import Revision
+from handoff_fsm.render import dot_digest, read_stamp, render, statechart_dot
+from handoff_fsm.render.stamp import Format, figure_format, stamp
+from handoff_fsm.render.style import FONT
+from handoff_fsm.review import (
     DIAGRAMS_DIR,
     REVIEW_NAME,
-    SCENARIOS,
-    describe_chart,
     diagram_files,
-    dot_digest,
     drift,
-    read_stamp,
-    render,
     review_files,
-    statechart_dot,
     write_diagrams,
     write_review,
 )
-from handoff_fsm.diagrams.revisions import revision_chart
-from handoff_fsm.diagrams.stamp import Format, figure_format, stamp
-from handoff_fsm.diagrams.style import FONT
-from handoff_fsm.model import Revision
+from handoff_fsm.simulate.scenarios import SCENARIOS
+from handoff_fsm.structure import describe_chart
+from handoff_fsm.structure.revisions import revision_chart
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / DIAGRAMS_DIR

@@ -11,14 +11,8 @@ import graphviz
 import pytest
 from graphviz.quoting import quote
 
-from handoff_fsm.diagrams import (
-    GraphvizError,
-    GraphvizMissingError,
-    dot_digest,
-    read_stamp,
-    render,
-)
-from handoff_fsm.diagrams.labels import html, plain, text
+from handoff_fsm.render import GraphvizError, GraphvizMissingError, dot_digest, read_stamp, render
+from handoff_fsm.render.labels import html, plain, text
 
 INSTALL_COMMANDS = (
     "apt-get install graphviz",

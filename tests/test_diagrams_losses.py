@@ -19,11 +19,11 @@ from handoff_fsm import (
     HandoffOrder,
     TimedOut,
 )
-from handoff_fsm.diagrams.loss_table import trace_words
+from handoff_fsm.io.inputs import Input, reply_of
 from handoff_fsm.io.replay import TraceReplayer
 from handoff_fsm.model import Revision
+from handoff_fsm.review.loss_table import trace_words
 from handoff_fsm.verify.exploration import HANDOFF_ID, TRACE_KEY, explore
-from handoff_fsm.verify.invariants import Op, reply_of
 from handoff_fsm.verify.losses import Awaited, Fate, LossReport, Situation, lost_messages
 
 CANCEL_SOURCE_ACK = Awaited("acknowledgement", "CancelSource")
@@ -139,7 +139,7 @@ def test_each_revision_is_analysed_on_its_own_chart() -> None:
         HANDOFF_ID, HandoffOrder.DESTINATION_FIRST, revision=Revision.A976B2BF
     )
     for line in decode[0].trace[1:]:
-        reply_of(coordinator, Op.from_wire(json.loads(line)))
+        reply_of(coordinator, Input.from_wire(json.loads(line)))
     assert coordinator.state == ("canceling_decode",)
     assert not coordinator.is_complete
     for fact in (TimedOut, Failed, Canceled):  # a reopened cleanup ignores failure facts too
@@ -150,10 +150,10 @@ def test_each_revision_is_analysed_on_its_own_chart() -> None:
 def test_the_trace_words_match_the_trace() -> None:
     lines = [
         json.dumps({"coordinator": TRACE_KEY, "op": "new"}),
-        json.dumps(Op("start").to_wire(TRACE_KEY)),
-        json.dumps(Op("fact", fact=Failed(handoff_id=HANDOFF_ID)).to_wire(TRACE_KEY)),
+        json.dumps(Input("start").to_wire(TRACE_KEY)),
+        json.dumps(Input("fact", fact=Failed(handoff_id=HANDOFF_ID)).to_wire(TRACE_KEY)),
         json.dumps(
-            Op("outcome", action_id=1, outcome=HandoffActionOutcome.NOOP).to_wire(TRACE_KEY)
+            Input("outcome", action_id=1, outcome=HandoffActionOutcome.NOOP).to_wire(TRACE_KEY)
         ),
     ]
     assert trace_words(lines) == "start → Failed → #1 Noop"

@@ -16,21 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from handoff_fsm.diagrams import (
-    Edge,
-    EdgeKind,
-    decode_cancel_runs,
-    describe_chart,
-    review_markdown,
-    revision_chart,
-    scenario_runs,
-    sequence_mermaid,
-    statechart_mermaid,
-)
-from handoff_fsm.diagrams.diffreview import revision_reports
-from handoff_fsm.diagrams.lifecycle import PARTICIPANTS, MessageKind
-from handoff_fsm.diagrams.mermaid import mermaid_text, regions_can_nest
+from handoff_fsm.io.lifecycle import PARTICIPANTS, MessageKind
 from handoff_fsm.model import Revision
+from handoff_fsm.render import sequence_mermaid, statechart_mermaid
+from handoff_fsm.render.mermaid import mermaid_text, regions_can_nest
+from handoff_fsm.review import review_markdown
+from handoff_fsm.review.diffreview import revision_reports
+from handoff_fsm.simulate.decode_cancel import decode_cancel_runs
+from handoff_fsm.simulate.scenarios import scenario_runs
+from handoff_fsm.structure import Edge, EdgeKind, EventKind, describe_chart, revision_chart
 
 ROOT = Path(__file__).resolve().parents[1]
 MERMAID_CHECK = ROOT / "tools" / "mermaid-check" / "mermaid-check"
@@ -166,6 +160,7 @@ def test_regions_nest_unless_a_transition_touches_a_nested_composite() -> None:
         target="source",
         kind=EdgeKind.EVENT,
         events=("restart",),
+        event_kinds=(EventKind.START,),
         guard=None,
         validators=(),
         rejection=None,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from handoff_fsm.chart import REJECTIONS, VALIDATORS, HandoffChart
-from handoff_fsm.diagrams import EdgeKind, StateKind, describe_chart
-from handoff_fsm.diagrams.model import action_of, effect_text, word_guard
 from handoff_fsm.engines.compiled import document_order
 from handoff_fsm.engines.harness import effect_names
 from handoff_fsm.model import ACTION_TYPES, HandoffCompletion
-from handoff_fsm.verify.coverage import chart_transitions
+from handoff_fsm.structure import EdgeKind, EventKind, StateKind, describe_chart
+from handoff_fsm.structure.describe import action_of, effect_text, word_guard
+from handoff_fsm.structure.transitions import chart_transitions
 
 
 def test_every_state_of_the_chart_is_described_in_document_order() -> None:
@@ -38,14 +38,19 @@ def test_parallel_states_regions_and_leaves_are_told_apart() -> None:
     assert model.state("complete").region is None
 
 
-def test_edges_are_the_declared_transitions_in_the_same_order_as_chart_coverage() -> None:
-    # The overlay maps fired transitions by index: both modules must count alike.
-    model = describe_chart()
-    declared = chart_transitions()
-    assert len(model.edges) == len(declared)
-    for edge, transition in zip(model.edges, declared, strict=True):
-        assert (edge.source, (edge.target,)) == (transition.source, transition.targets)
-        assert set(edge.events) <= set(transition.events)
+def test_edges_are_the_frameworks_declared_transitions_in_document_order() -> None:
+    # Coverage and the overlay map fired transitions by index: the description's edges
+    # must be the framework's declared transitions, one for one.
+    declared = [t for state in document_order() for t in state.transitions if not t.initial]
+    edges = describe_chart().edges
+    assert chart_transitions() == edges
+    assert len(edges) == len(declared)
+    for edge, transition in zip(edges, declared, strict=True):
+        assert (edge.source, (edge.target,)) == (
+            transition.source.id,
+            tuple(target.id for target in transition.targets),
+        )
+        assert set(edge.events) <= {str(event) for event in transition.events}
 
 
 def test_entry_actions_come_from_the_issue_effects() -> None:
@@ -131,3 +136,24 @@ def test_describing_another_chart_class_reads_that_class() -> None:
 
     assert describe_chart(Renamed).name == "Renamed"
     assert describe_chart(Renamed).states == describe_chart().states
+
+
+def test_every_event_says_what_raises_it() -> None:
+    model = describe_chart()
+    kinds = {
+        e: k for edge in model.edges for e, k in zip(edge.events, edge.event_kinds, strict=True)
+    }
+    assert kinds["start"] is EventKind.START
+    assert kinds["source_held"] is kinds["canceled"] is EventKind.FACT
+    assert (
+        kinds["prefill_submitted"] is kinds["source_cancel_confirmed"] is EventKind.ACKNOWLEDGEMENT
+    )
+    assert kinds["action_failed"] is EventKind.ACTION_FAILED
+    assert kinds["done.state.active"] is EventKind.DONE
+    assert all(len(edge.events) == len(edge.event_kinds) for edge in model.edges)
+    inputs = {entry.event: entry for entry in model.inputs}
+    assert inputs["source_held"].fact == "SourceHeld"
+    assert inputs["prefill_submitted"].acknowledges == ("SubmitPrefill",)
+    assert inputs["prefill_submitted"].text == "`Submitted` for `SubmitPrefill`"
+    assert "CancelSource" not in inputs["action_failed"].acknowledges  # a cleanup may not fail
+    assert {entry.kind for entry in model.inputs} == set(EventKind) - {EventKind.DONE}

@@ -10,15 +10,12 @@ from typing import Any
 import pytest
 
 from handoff_fsm.cli import main
-from handoff_fsm.diagrams import (
-    TraceOverlayError,
-    describe_chart,
-    overlay_dot,
-    trace_path,
-    write_overlay,
-)
-from handoff_fsm.diagrams.dot import Highlight, statechart_dot
-from handoff_fsm.diagrams.overlay import overlay_highlight
+from handoff_fsm.io.errors import TraceError
+from handoff_fsm.io.follow import follow
+from handoff_fsm.render import overlay_bytes, overlay_dot
+from handoff_fsm.render.dot import Highlight, statechart_dot
+from handoff_fsm.render.overlay import overlay_highlight
+from handoff_fsm.structure import describe_chart
 
 A = "aaaaaaaa-0000-4000-8000-00000000000a"
 B = "bbbbbbbb-0000-4000-8000-00000000000b"
@@ -60,43 +57,43 @@ def _node_line(dot: str, node: str) -> str:
 
 
 def test_the_path_follows_the_first_coordinator_created() -> None:
-    path = trace_path(_trace())
+    path = follow(_trace())
     assert path.coordinator == "c1"
     assert [s.line for s in path.steps] == [3, 4, 7, 8, 9, 10, 11]
     held, start, submitted, foreign, duplicate, timeout, cancel = path.steps
     assert held.error is not None and held.error[0] == "source_held_before_submit"
     assert held.rejected_by == _edge("source_idle", "source_idle")
-    assert held.edges == ()
-    assert start.edges == (_edge("source_idle", "submitting", "start"),)
-    assert submitted.edges == (_edge("submitting", "submitted"),)
+    assert held.transitions == ()
+    assert start.transitions == (_edge("source_idle", "submitting", "start"),)
+    assert submitted.transitions == (_edge("submitting", "submitted"),)
     assert foreign.error is not None and foreign.error[0] == "foreign_handoff"
     assert foreign.rejected_by is None
-    assert duplicate.edges == ()  # an identical repeat changes nothing
-    assert set(timeout.edges) == {
+    assert duplicate.transitions == ()  # an identical repeat changes nothing
+    assert set(timeout.transitions) == {
         _edge("active", "cleaning_up"),
         _edge("source_pending", "canceling_source"),
         _edge("destination_pending", "destination_untouched"),
     }
-    assert set(cancel.edges) == {
+    assert set(cancel.transitions) == {
         _edge("canceling_source", "source_canceled"),
         _edge("cleaning_up", "complete"),
     }
     assert path.final_state == ("complete",)
     assert path.completion is not None and path.completion.value == "Canceled"
-    assert [line for line, _, _ in path.unattributed_errors] == [5]
+    assert [line for line, _, _ in path.unattributed] == [5]
 
 
 def test_another_coordinator_can_be_chosen() -> None:
-    path = trace_path(_trace(), "c2")
+    path = follow(_trace(), "c2")
     assert path.order.value == "DestinationFirst"
     assert [s.line for s in path.steps] == [6]
     assert path.final_state == ("source_idle", "reserving", "transfer_idle")
-    with pytest.raises(TraceOverlayError, match="'nope'"):
-        trace_path(_trace(), "nope")
+    with pytest.raises(TraceError, match="'nope'"):
+        follow(_trace(), "nope")
 
 
 def test_the_overlay_numbers_taken_edges_and_lists_the_errors() -> None:
-    dot = overlay_dot(_trace(), name="t.jsonl")
+    dot = overlay_dot(follow(_trace()), name="t.jsonl")
     assert "coordinator c1 (SourceFirst), 7 inputs, Canceled" in dot
     assert "<b>#2</b><br/>start" in dot
     assert "source_held /<br/>&nbsp;&nbsp;✗ source_held_before_submit  #1</b>" in dot
@@ -117,19 +114,25 @@ def test_the_overlay_numbers_taken_edges_and_lists_the_errors() -> None:
         ".dot",
     ],
 )
-def test_write_overlay_writes_each_format(tmp_path: Path, suffix: str) -> None:
+def test_the_overlay_is_written_in_each_format(tmp_path: Path, suffix: str) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text("\n".join(_trace()) + "\n", encoding="utf-8")
-    out = write_overlay(trace, tmp_path / f"out{suffix}")
+    out = tmp_path / f"out{suffix}"
+    assert main(["diagram", "--trace", str(trace), "-o", str(out)]) == 0
     data = out.read_bytes()
     assert data.startswith({".svg": b"<?xml", ".png": b"\x89PNG", ".dot": b"digraph"}[suffix])
 
 
-def test_write_overlay_refuses_an_unknown_format(tmp_path: Path) -> None:
+def test_an_unknown_overlay_format_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text("\n".join(_trace()), encoding="utf-8")
+    assert main(["diagram", "--trace", str(trace), "-o", str(tmp_path / "out.gif")]) == 2
+    assert "an overlay is written as .svg, .png or .dot" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"\.svg, \.png or \.dot"):
-        write_overlay(trace, tmp_path / "out.gif")
+        overlay_bytes(overlay_dot(follow(_trace())), ".gif")
+    assert not (tmp_path / "out.gif").exists()
 
 
 @pytest.mark.requires("dot")
@@ -153,10 +156,11 @@ def test_an_overlay_draws_hostile_text_exactly_as_written(tmp_path: Path) -> Non
         _line("c1", "bogus</font>\x07\\l"),
     ]
     trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    out = write_overlay(trace, tmp_path / "out.svg")
+    out = tmp_path / "out.svg"
+    assert main(["diagram", "--trace", str(trace), "-o", str(out)]) == 0
     texts = [t.text or "" for t in ET.fromstring(out.read_bytes()).iter(f"{SVG}text")]
     assert any(t.startswith(f"HandoffChart: {trace.name} · coordinator c1") for t in texts)
-    path = trace_path(lines)
+    path = follow(lines)
     notes = texts[texts.index("Errors in the trace") + 1 :]
     shown = " ".join(line.strip() for line in notes)
     for step in path.steps:
@@ -185,16 +189,16 @@ def test_an_overlay_follows_the_revision_of_the_trace() -> None:
         _line("c1", "fact", fact={"Canceled": {"handoff_id": A}}),
         _line("c1", "outcome", action_id=6, outcome="Applied"),
     ]
-    path = trace_path(lines)
+    path = follow(lines)
     assert path.revision.value == "a976b2bf"
-    assert [step.after for step in path.steps[-3:]] == [
+    assert [step.after.leaves for step in path.steps[-3:]] == [
         ("decoding",),
         ("canceling_decode",),
         ("complete",),
     ]
-    assert path.steps[-2].edges == (_edge("decoding", "canceling_decode"),)
-    assert path.steps[-1].edges == (_edge("canceling_decode", "complete"),)
-    assert trace_path(lines[:1] + lines[1:], revision="seed").revision.value == "a976b2bf"
+    assert path.steps[-2].transitions == (_edge("decoding", "canceling_decode"),)
+    assert path.steps[-1].transitions == (_edge("canceling_decode", "complete"),)
+    assert follow(lines[:1] + lines[1:], revision="seed").revision.value == "a976b2bf"
 
 
 def _timed_trace() -> list[str]:
@@ -206,10 +210,10 @@ def _timed_trace() -> list[str]:
 
 
 def test_a_timed_trace_labels_each_step_with_its_time() -> None:
-    path = trace_path(_timed_trace())
+    path = follow(_timed_trace())
     assert [step.at_ms for step in path.steps] == [4.5, 6.0, 10.5, 12.0, 13.5, 15.0, 16.5]
     assert path.duration_ms == 16.5 - 1.5  # from `new` to the cleanup ack that completed it
-    dot = overlay_dot(_timed_trace(), name="t.jsonl")
+    dot = overlay_dot(follow(_timed_trace()), name="t.jsonl")
     title = dot.split("label=<", 1)[1].split(">", 1)[1].replace("</b><br/><b>", " ")
     assert "7 inputs, Canceled in 15\u00a0ms" in title  # never broken before the unit
     assert "<b>#2 t=6 ms</b><br/>start" in dot  # a taken transition
@@ -222,10 +226,10 @@ def test_a_timed_trace_labels_each_step_with_its_time() -> None:
 
 
 def test_without_times_the_overlay_shows_none() -> None:
-    dot = overlay_dot(_trace(), name="t.jsonl")
+    dot = overlay_dot(follow(_trace()), name="t.jsonl")
     assert " t=" not in dot and "Canceled in" not in dot
-    assert trace_path(_trace()).duration_ms is None
-    assert all(step.at_ms is None for step in trace_path(_trace()).steps)
+    assert follow(_trace()).duration_ms is None
+    assert all(step.at_ms is None for step in follow(_trace()).steps)
 
 
 def test_a_transition_taken_often_lists_its_first_timed_steps() -> None:

@@ -11,9 +11,10 @@ import pytest
 
 import handoff_fsm
 from handoff_fsm.cli import main
-from handoff_fsm.diagrams import DIAGRAMS_DIR, REVIEW_NAME, describe_chart, review_markdown
-from handoff_fsm.diagrams import provenance as provenance_module
-from handoff_fsm.diagrams.provenance import GitState, Provenance, git_state, provenance
+from handoff_fsm.review import DIAGRAMS_DIR, REVIEW_NAME, review_markdown
+from handoff_fsm.review import provenance as provenance_module
+from handoff_fsm.review.provenance import GitState, Provenance, git_state, provenance
+from handoff_fsm.structure import describe_chart
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / DIAGRAMS_DIR

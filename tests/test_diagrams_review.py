@@ -6,22 +6,19 @@ import re
 
 import pytest
 
-from handoff_fsm import HandoffErrorCode, HandoffOrder
+from handoff_fsm import HandoffOrder
 from handoff_fsm.conformance import expected_normalized_handoff
-from handoff_fsm.diagrams import (
-    chart_space,
-    decode_cancel_runs,
-    describe_chart,
-    review_markdown,
-    revision_chart,
-    scenario_runs,
-)
-from handoff_fsm.diagrams.review import loss_reports, observed_lifecycle
 from handoff_fsm.engines.compiled import compiled_chart
+from handoff_fsm.errors import error_codes
 from handoff_fsm.model import HandoffCompletion, Revision
+from handoff_fsm.review import chart_space, review_markdown
+from handoff_fsm.review.design import loss_reports, observed_lifecycle
+from handoff_fsm.simulate.decode_cancel import decode_cancel_runs
+from handoff_fsm.simulate.scenarios import scenario_runs
+from handoff_fsm.structure import describe_chart, revision_chart
 from handoff_fsm.verify.exploration import explore
-from handoff_fsm.verify.invariants import JUDGED_BY, Invariant, invariants_of, statement
 from handoff_fsm.verify.losses import Fate
+from handoff_fsm.verify.rules import JUDGED_BY, Invariant, invariants_of, statement
 
 
 def test_the_review_has_every_section_in_order() -> None:
@@ -42,7 +39,7 @@ def test_the_review_has_every_section_in_order() -> None:
     for run in scenario_runs():
         assert f"(lifecycle_{run.scenario.name}.svg)" in review
         assert f"(lifecycle_{run.scenario.name}.jsonl)" in review
-    for code in HandoffErrorCode:
+    for code in error_codes():
         assert f"| `{code.value}` |" in review
 
 

@@ -10,6 +10,7 @@ no fewer. The states are those the revision's runs enter.
 from __future__ import annotations
 
 import ast
+import importlib
 import sys
 import types
 from pathlib import Path
@@ -18,19 +19,15 @@ import pytest
 
 import handoff_fsm.chart
 from handoff_fsm.chart import REVISION_GUARDS, HandoffChart
-from handoff_fsm.diagrams import (
-    chartdiff,
-    describe_chart,
-    revision_chart,
-    revisions,
-    statechart_dot,
-)
-from handoff_fsm.diagrams.revisions import constant_guard_parts, decide
-from handoff_fsm.diagrams.tables import transition_tables_markdown
 from handoff_fsm.engines.compiled import compile_chart, compiled_chart
 from handoff_fsm.errors import ConfigurationError
 from handoff_fsm.model import Revision
-from handoff_fsm.verify.coverage import chart_transitions, step_transitions
+from handoff_fsm.render import statechart_dot
+from handoff_fsm.review.tables import transition_tables_markdown
+from handoff_fsm.structure import describe_chart, revision_chart, revisions
+from handoff_fsm.structure.revisions import constant_guard_parts, decide
+from handoff_fsm.structure.transitions import chart_transitions, step_transitions
+from handoff_fsm.verify.diff.driver import DESCRIBERS, SideDriver, _plain
 
 REVISIONS = list(Revision)
 
@@ -44,12 +41,18 @@ def _configured(revision: Revision) -> set[str]:
     return {s for state in compiled_chart(revision).states for s in state.configuration}
 
 
-def test_the_charts_transitions_are_numbered_as_the_declared_ones() -> None:
+@pytest.mark.parametrize("revision", REVISIONS, ids=str)
+def test_a_revisions_transitions_keep_the_numbers_of_the_declared_ones(
+    revision: Revision,
+) -> None:
     declared = chart_transitions()
-    family = describe_chart()
-    assert [edge.index for edge in family.edges] == [t.index for t in declared]
-    for edge, transition in zip(family.edges, declared, strict=True):
-        assert (edge.source, (edge.target,)) == (transition.source, transition.targets)
+    for edge in revision_chart(revision).edges:
+        family = declared[edge.index]
+        assert (edge.source, edge.target, edge.events) == (
+            family.source,
+            family.target,
+            family.events,
+        )
 
 
 @pytest.mark.parametrize("revision", REVISIONS, ids=str)
@@ -88,7 +91,7 @@ def test_a_revisions_chart_has_the_states_its_runs_enter(revision: Revision) -> 
     ends = {
         end
         for index in _fired(revision)
-        for end in (chart_transitions()[index].source, *chart_transitions()[index].targets)
+        for end in (chart_transitions()[index].source, chart_transitions()[index].target)
     }
     assert _configured(revision) | ends <= ids
     # Children lists and top-level states name only states of this chart.
@@ -214,7 +217,13 @@ def test_an_unknown_revision_is_refused() -> None:
     assert raised.value.code.value == "invalid_revision"
 
 
-def test_the_diff_finds_revision_chart_where_it_always_was() -> None:
-    # `handoff-fsm diff` looks the function up in `chartdiff` of any git revision's package.
-    assert chartdiff.revision_chart is revisions.revision_chart
+def test_the_diff_driver_finds_this_packages_revision_chart_first() -> None:
+    # `handoff-fsm diff` describes a side's chart with the first of the driver's
+    # DESCRIBERS that the side's package has: for this package, `revision_chart`.
+    module, name, takes_revision = DESCRIBERS[0]
+    assert getattr(importlib.import_module(module), name) is revisions.revision_chart
+    assert takes_revision
+    assert SideDriver(revision="a976b2bf").describe()["chart"] == _plain(
+        revision_chart(Revision.A976B2BF)
+    )
     assert revision_chart() is revision_chart(Revision.SEED)

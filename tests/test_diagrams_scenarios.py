@@ -16,9 +16,7 @@ from handoff_fsm import (
     StartTransfer,
     SubmitPrefill,
 )
-from handoff_fsm.diagrams import SCENARIOS, Scenario, ScenarioRun, scenario_runs, scenario_trace
-from handoff_fsm.diagrams.lifecycle import MessageKind, Participant, action_owner, fact_sender
-from handoff_fsm.diagrams.scenarios import HANDOFF_ID, Ack, Report, ScriptError, Start
+from handoff_fsm.io.lifecycle import MessageKind, Participant, action_owner, fact_sender
 from handoff_fsm.io.replay import replay
 from handoff_fsm.model import (
     ActivateDestination,
@@ -30,6 +28,18 @@ from handoff_fsm.model import (
     ReserveDestination,
     TimedOut,
     TransferCompleted,
+)
+from handoff_fsm.simulate.scenarios import (
+    HANDOFF_ID,
+    SCENARIOS,
+    Ack,
+    Report,
+    Scenario,
+    ScenarioRun,
+    ScriptError,
+    Start,
+    scenario_runs,
+    scenario_trace,
 )
 
 

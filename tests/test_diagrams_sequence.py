@@ -8,19 +8,25 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from handoff_fsm.diagrams import (
-    dot_digest,
-    follow,
+from handoff_fsm.io.follow import follow
+from handoff_fsm.io.lifecycle import (
+    PARTICIPANTS,
+    Lifecycle,
+    MessageKind,
+    StepTime,
+    clip,
     lifecycle_of,
+)
+from handoff_fsm.render import (
+    dot_digest,
     read_stamp,
     render_sequence,
-    scenario_runs,
     sequence_dot,
     sequence_markdown,
     sequence_mermaid,
 )
-from handoff_fsm.diagrams.lifecycle import PARTICIPANTS, Lifecycle, MessageKind, StepTime, clip
-from handoff_fsm.diagrams.sequence import lifecycle_bytes
+from handoff_fsm.render.sequence import lifecycle_bytes
+from handoff_fsm.simulate.scenarios import scenario_runs
 
 SVG = "{http://www.w3.org/2000/svg}"
 NOTES = (MessageKind.STATE, MessageKind.END)

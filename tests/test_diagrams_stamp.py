@@ -10,7 +10,7 @@ import zlib
 import graphviz
 import pytest
 
-from handoff_fsm.diagrams.stamp import (
+from handoff_fsm.render.stamp import (
     KEY,
     Format,
     comparable,

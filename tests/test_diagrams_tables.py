@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from handoff_fsm.chart import INPUT_EVENTS
-from handoff_fsm.diagrams import EdgeKind, describe_chart, inputs_markdown
-from handoff_fsm.diagrams import transition_tables_markdown as tables
+from handoff_fsm.review import inputs_markdown
+from handoff_fsm.review import transition_tables_markdown as tables
+from handoff_fsm.structure import EdgeKind, describe_chart
 
 
 def _rows(markdown: str) -> list[list[str]]:

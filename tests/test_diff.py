@@ -24,13 +24,13 @@ import pytest
 
 from handoff_fsm import HandoffOrder
 from handoff_fsm.cli import main
-from handoff_fsm.diagrams.chartdiff import revision_chart
-from handoff_fsm.diagrams.diffreview import write_diff_review
-from handoff_fsm.errors import DiffError, HandoffErrorCode
 from handoff_fsm.io import TraceReplayer
-from handoff_fsm.verify.diff import Difference, DiffReport, diff, diff_sides
-from handoff_fsm.verify.diffdriver import canonical
-from handoff_fsm.verify.sides import InProcessSide, SideSpec, parse_side
+from handoff_fsm.review.diffreview import write_diff_review
+from handoff_fsm.structure.revisions import revision_chart
+from handoff_fsm.verify.diff.behaviour import Difference, DiffReport, diff, diff_sides
+from handoff_fsm.verify.diff.driver import canonical
+from handoff_fsm.verify.diff.errors import DiffError, DiffErrorCode
+from handoff_fsm.verify.diff.sides import InProcessSide, SideSpec, parse_side
 from tests.test_diagrams_mermaid import mermaid_blocks
 from tests.test_explore_mutants import (
     AcceptsConflictingOutcome,
@@ -145,7 +145,7 @@ def test_seed_is_equivalent_on_the_statechart_engine() -> None:
 
 
 def test_seed_against_a976b2bf_shows_exactly_the_observable_changes_of_the_revision() -> None:
-    # README, "Protocol revisions": (1) a terminal fact after Success reopens cleanup and
+    # docs/revisions.md: (1) a terminal fact after Success reopens cleanup and
     # cancels the destination; (2) the delay actually scheduled is validated where it is
     # scheduled. (3) and (4) are what the seed already does (§6.1, §6.2), (5) is
     # conformance and (6) is in every revision: none of them shows on the coordinator.
@@ -338,21 +338,21 @@ def test_side_names(
 def test_a_side_that_names_nothing_is_a_coded_error(text: str, words: str) -> None:
     with pytest.raises(DiffError) as raised:
         parse_side(text)
-    assert raised.value.code is HandoffErrorCode.UNKNOWN_DIFF_SIDE
+    assert raised.value.code is DiffErrorCode.UNKNOWN_DIFF_SIDE
     assert words in str(raised.value)
 
 
 def test_a_git_side_outside_a_repository_is_a_coded_error(tmp_path: Path) -> None:
     with pytest.raises(DiffError) as raised:
         diff("git:HEAD", "seed", cwd=tmp_path)
-    assert raised.value.code is HandoffErrorCode.UNKNOWN_DIFF_SIDE
+    assert raised.value.code is DiffErrorCode.UNKNOWN_DIFF_SIDE
     assert "not inside a git repository" in str(raised.value)
 
 
 def test_the_bound_on_states_is_a_coded_error() -> None:
     with pytest.raises(DiffError) as raised:
         diff("seed", "seed", max_states=20)
-    assert raised.value.code is HandoffErrorCode.DIFF_TOO_LARGE
+    assert raised.value.code is DiffErrorCode.DIFF_TOO_LARGE
 
 
 def test_differences_found_within_the_bound_are_reported_as_not_exhaustive() -> None:

@@ -34,11 +34,11 @@ from typing import Any
 import pytest
 
 from handoff_fsm.cli import main
-from handoff_fsm.diagrams.chartdiff import Status
-from handoff_fsm.diagrams.diffreview import report_chart_diff
-from handoff_fsm.errors import DiffError, HandoffErrorCode
-from handoff_fsm.verify.diff import DiffReport, diff
-from handoff_fsm.verify.diffdriver import canonical
+from handoff_fsm.review.diffreview import report_chart_diff
+from handoff_fsm.structure.chartdiff import Status, chart_diff
+from handoff_fsm.verify.diff.behaviour import DiffReport, diff
+from handoff_fsm.verify.diff.driver import canonical
+from handoff_fsm.verify.diff.errors import DiffError, DiffErrorCode
 from tests import test_explore_mutants as mutants
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -470,7 +470,7 @@ def test_a_revision_without_the_package_is_a_coded_error(tmp_path: Path) -> None
     _git(tmp_path, "commit", "--quiet", "-m", "no package")
     with pytest.raises(DiffError) as raised:
         diff("git:HEAD", "seed", cwd=tmp_path)
-    assert raised.value.code is HandoffErrorCode.UNKNOWN_DIFF_SIDE
+    assert raised.value.code is DiffErrorCode.UNKNOWN_DIFF_SIDE
     assert "holds no handoff_fsm package" in str(raised.value)
 
 
@@ -480,7 +480,31 @@ def test_a_side_whose_package_does_not_load_is_a_coded_error(repo: Path) -> None
     )
     with pytest.raises(DiffError) as raised:
         diff("git:HEAD~1", "git:HEAD", cwd=repo)
-    assert raised.value.code is HandoffErrorCode.DIFF_SIDE_FAILED
+    assert raised.value.code is DiffErrorCode.DIFF_SIDE_FAILED
     message = str(raised.value)
     assert message.startswith("side git:HEAD (commit ")
     assert "RuntimeError: broken on purpose" in message
+
+
+# ---------------------------------------------------------------------- the cross-version contract
+
+BEFORE_THE_SECOND_LAYOUT = "1e41105ab7ba4ce8f61d42ecacd7394b78431701"
+"""The last commit of the layout with ``handoff_fsm.diagrams``: the driver
+(:mod:`handoff_fsm.verify.diff.driver`) must still drive it, and it behaves as today."""
+
+
+@pytest.mark.parametrize("revision", ["seed", "a976b2bf"])
+def test_the_commit_before_the_second_layout_is_equivalent_to_the_work_tree(
+    revision: str,
+) -> None:
+    if not (ROOT / ".git").exists():
+        pytest.fail("the tests run from a git clone: the contract is checked against history")
+    report = diff(
+        f"git:{BEFORE_THE_SECOND_LAYOUT}:{revision}", f"worktree:{revision}", cwd=ROOT, charts=True
+    )
+    assert report.equivalent and report.exhausted, report.differences
+    old, new = report.charts
+    assert old is not None and new is not None, report.chart_notes
+    structure = chart_diff(old, new)
+    assert {delta.status for delta in structure.states} == {Status.SAME}
+    assert {delta.status for delta in structure.edges} == {Status.SAME}

@@ -2,7 +2,7 @@
 
 The oracle (tests/oracle) is the reference's own code behind a replay harness;
 by default it carries the three documented improvements, ``--raw`` not. Each
-coordinator runs the protocol revision its ``new`` line names (README, Protocol revisions):
+coordinator runs the protocol revision its ``new`` line names (docs/revisions.md):
 ``seed`` is the improved reference, ``a976b2bf`` the same patched to that
 revision; walks run each revision alone and both mixed.
 """
@@ -106,7 +106,7 @@ def test_the_statechart_engine_matches_the_reference_too(
 
 def test_the_oracle_meets_its_hand_derived_expectations(oracle: Path) -> None:
     """check_examples.py: every example's replies, line by line, as derived from the
-    reference, docs/ARCHITECTURE.md §6 and README's Protocol revisions, under --raw,
+    reference, docs/architecture.md §6 and docs/revisions.md, under --raw,
     --improved and --revision a976b2bf."""
     check = subprocess.run(
         [sys.executable, str(ORACLE_DIR / "check_examples.py"), str(oracle)],

@@ -44,6 +44,7 @@ from handoff_fsm import (
     TimedOut,
 )
 from handoff_fsm.io import TraceReplayer, replay
+from handoff_fsm.io.inputs import Input, Reply, reply_of
 from handoff_fsm.journal import ActionJournal
 from handoff_fsm.model import HandoffAction
 from handoff_fsm.run import HandoffRun
@@ -55,15 +56,8 @@ from handoff_fsm.verify.exploration import (
     explore,
     inputs_for,
 )
-from handoff_fsm.verify.invariants import (
-    Invariant,
-    Observation,
-    Op,
-    Reply,
-    invariants_of,
-    observe,
-    reply_of,
-)
+from handoff_fsm.verify.invariants import Observation, observe
+from handoff_fsm.verify.rules import Invariant, invariants_of
 from tests.model_paths import audit, reply_from_wire
 
 # The module, not the ``replay`` function the package exports under the same name. Trace
@@ -642,7 +636,7 @@ def _final_before_last_input(case: Case) -> bool:
     revision = Revision(new.get("revision", SEED.value))
     coordinator = HandoffCoordinator(UUID(new["handoff_id"]), new["order"], revision=revision)
     for line in trace[1:-1]:
-        reply_of(coordinator, Op.from_wire(json.loads(line)))
+        reply_of(coordinator, Input.from_wire(json.loads(line)))
     return coordinator.is_final
 
 
@@ -675,7 +669,7 @@ def _drive(mutant: type, trace: tuple[str, ...]) -> list[Invariant]:
     obs = Observation(UUID(new["handoff_id"]), HandoffOrder(new["order"]), revision)
     found: list[Invariant] = []
     for line in trace[1:]:
-        op = Op.from_wire(json.loads(line))
+        op = Input.from_wire(json.loads(line))
         obs, findings = observe(obs, op, reply_of(coordinator, op))
         found += [invariant for invariant, _ in findings]
     return found
@@ -704,13 +698,13 @@ class _Session:
         self.obs = Observation(UUID(new["handoff_id"]), HandoffOrder(new["order"]), revision)
         self.findings: list[Invariant] = []
         self._feed(trace[0])
-        self.replies = [self.give(Op.from_wire(json.loads(line))) for line in trace[1:]]
+        self.replies = [self.give(Input.from_wire(json.loads(line))) for line in trace[1:]]
 
     def _feed(self, line: str) -> dict[str, Any]:
         self.lines += 1
         return self.replayer.reply(line, self.lines)
 
-    def give(self, op: Op) -> Reply:
+    def give(self, op: Input) -> Reply:
         reply = reply_from_wire(self._feed(json.dumps(op.to_wire(TRACE_KEY))))
         self.obs, findings = observe(self.obs, op, reply)
         self.findings += [invariant for invariant, _ in findings]
@@ -737,7 +731,7 @@ def test_rejected_input_that_changed_state_replays_to_a_wedge() -> None:
     violation = _violation(
         Case(RecordsBeforeValidating, SF, Invariant.REJECTED_INPUT_CHANGES_NOTHING, 2)
     )
-    submit = Op("outcome", action_id=0, outcome=HandoffActionOutcome.SUBMITTED)
+    submit = Input("outcome", action_id=0, outcome=HandoffActionOutcome.SUBMITTED)
 
     broken = _session(RecordsBeforeValidating, violation.trace)
     assert broken.replies[-1].error is HandoffErrorCode.INVALID_OUTCOME

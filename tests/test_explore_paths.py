@@ -20,20 +20,18 @@ import pytest
 
 from handoff_fsm import Engine, HandoffCoordinator, HandoffOrder, Revision
 from handoff_fsm.engines.compiled import compiled_chart
-from handoff_fsm.verify.coverage import (
-    ChartCoverage,
+from handoff_fsm.io.inputs import reply_of
+from handoff_fsm.structure.transitions import (
     FiredTransitions,
     chart_state_of,
     chart_transitions,
-    coverage_totals,
-    event_of,
     fireable_transitions,
     rejection_transition,
-    step_taken,
     step_transitions,
 )
+from handoff_fsm.verify.coverage import ChartCoverage, coverage_totals, event_of, step_taken
 from handoff_fsm.verify.exploration import HANDOFF_ID, ExplorationReport, explore
-from handoff_fsm.verify.invariants import Observation, observe, reply_of
+from handoff_fsm.verify.invariants import Observation, observe
 from tests.model_paths import ModelPath, model_paths
 
 PATHS = model_paths()

@@ -1,4 +1,4 @@
-"""Drift check of docs/figures/: the README's simulation figures are what ``make figures`` makes.
+"""Drift check of docs/figures/: the simulation guide's figures are what ``make figures`` makes.
 
 The test reads the ``figures`` recipe from the Makefile, runs each of its
 ``handoff-fsm`` commands into a temporary folder (in this process, through
@@ -23,10 +23,10 @@ import pytest
 pytest.importorskip("matplotlib", reason="the figures need matplotlib: pip install '.[plots]'")
 
 from handoff_fsm.cli import main
-from handoff_fsm.diagrams.stamp import comparable
+from handoff_fsm.render.plots import PLOT_NAMES, digest, plots, read_stamp
+from handoff_fsm.render.stamp import comparable
 from handoff_fsm.simulate.config import command_config
 from handoff_fsm.simulate.phases import simulate_times
-from handoff_fsm.simulate.plots import PLOT_NAMES, digest, plots, read_stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 MAKEFILE = ROOT / "Makefile"
@@ -161,11 +161,14 @@ def test_the_drift_check_catches_a_stale_plot_and_stale_text(
     assert drift(copy, regenerated) == ["phases.svg", "summary.md"]
 
 
-def test_readme_shows_the_figures_and_the_commands() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Simulation: `handoff-fsm simulate`", 1)[1].split("\n## ", 1)[0]
-    assert f"]({FIGURES}/phases.svg)" in section
-    assert f"]({FIGURES}/lifecycle.svg)" in section
+def test_the_guide_shows_the_figures_and_the_commands() -> None:
+    guide = ROOT / "docs" / "simulation.md"
+    section = guide.read_text(encoding="utf-8")
+    assert section.startswith("# Simulation: `handoff-fsm simulate`\n")
+    for figure in ("phases.svg", "lifecycle.svg"):
+        link = (ROOT / FIGURES / figure).relative_to(guide.parent).as_posix()  # figures/...
+        assert f"]({link})" in section
+        assert (guide.parent / link).is_file()
     assert "make figures" in section
     commands = [
         line.removeprefix("BIN/")

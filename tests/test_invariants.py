@@ -38,19 +38,15 @@ from handoff_fsm import (
     TransferCompleted,
     TransferTimingMode,
 )
-from handoff_fsm.verify.invariants import (
+from handoff_fsm.io.inputs import Input, Reply, reply_of
+from handoff_fsm.verify.invariants import InputClass, Observation, observe
+from handoff_fsm.verify.rules import (
     PROMISES,
     RULES,
     STATEMENTS,
     STATEMENTS_BY_REVISION,
-    InputClass,
     Invariant,
-    Observation,
-    Op,
-    Reply,
     invariants_of,
-    observe,
-    reply_of,
     statement,
 )
 
@@ -71,17 +67,17 @@ UNSCHEDULABLE_TIMING = HandoffTransferTiming(
     bandwidth_gb_s=1e-314,
 )
 """Valid (one prompt token takes ~1e308 ms), but 10 transferable tokens take forever."""
-START = Op("start")
+START = Input("start")
 SEED = Revision.SEED
 A976 = Revision.A976B2BF
 
 
-def fact(value: object) -> Op:
-    return Op("fact", fact=value)  # type: ignore[arg-type]
+def fact(value: object) -> Input:
+    return Input("fact", fact=value)  # type: ignore[arg-type]
 
 
-def outcome(action_id: int, value: HandoffActionOutcome) -> Op:
-    return Op("outcome", action_id=action_id, outcome=value)
+def outcome(action_id: int, value: HandoffActionOutcome) -> Input:
+    return Input("outcome", action_id=action_id, outcome=value)
 
 
 def issued(action_id: int, kind: type, handoff_id: UUID = ID) -> IssuedHandoffAction:
@@ -102,7 +98,7 @@ def reopened(*actions: IssuedHandoffAction) -> Reply:
 
 
 def play(
-    order: HandoffOrder, steps: list[tuple[Op, Reply]], revision: Revision = SEED
+    order: HandoffOrder, steps: list[tuple[Input, Reply]], revision: Revision = SEED
 ) -> tuple[Observation, list[Invariant]]:
     """Feed (input, reply) pairs to a fresh observer; the invariants broken, in order."""
     obs = Observation(ID, order, revision)
@@ -124,7 +120,7 @@ RESERVED = fact(DestinationReserved(handoff_id=ID, transferable_prompt_tokens=10
 TRANSFERRED = fact(TransferCompleted(handoff_id=ID))
 FAILED = fact(Failed(handoff_id=ID))
 
-SUCCESS_SF: list[tuple[Op, Reply]] = [
+SUCCESS_SF: list[tuple[Input, Reply]] = [
     (START, returned(issued(0, SubmitPrefill))),
     (outcome(0, SUBMITTED), returned()),
     (HELD, returned(issued(1, ReserveDestination))),
@@ -273,7 +269,7 @@ def test_honest_inputs_are_acknowledgements_and_the_facts_they_make_due() -> Non
     assert not obs.is_honest(fact(SourceHeld(handoff_id=OTHER, transfer_timing=GOOD_TIMING)))
 
 
-BREAKS: list[tuple[str, HandoffOrder, list[tuple[Op, Reply]], list[Invariant]]] = [
+BREAKS: list[tuple[str, HandoffOrder, list[tuple[Input, Reply]], list[Invariant]]] = [
     (
         "crash",
         SF,
@@ -433,7 +429,7 @@ BREAKS: list[tuple[str, HandoffOrder, list[tuple[Op, Reply]], list[Invariant]]] 
     ids=[case[0] for case in BREAKS],
 )
 def test_each_rule_fires_on_the_reply_that_breaks_it(
-    order: HandoffOrder, steps: list[tuple[Op, Reply]], expected: list[Invariant]
+    order: HandoffOrder, steps: list[tuple[Input, Reply]], expected: list[Invariant]
 ) -> None:
     _, broken = play(order, steps)
     assert broken == expected
@@ -491,10 +487,10 @@ def test_outcomes_are_remembered_by_action_id() -> None:
     ],
     ids=str,
 )
-def test_inputs_round_trip_through_trace_lines(op: Op) -> None:
+def test_inputs_round_trip_through_trace_lines(op: Input) -> None:
     line = json.loads(json.dumps(op.to_wire("k")))
     assert line["coordinator"] == "k"
-    assert Op.from_wire(line) == op
+    assert Input.from_wire(line) == op
 
 
 def test_reply_of_captures_actions_errors_and_crashes() -> None:
@@ -520,13 +516,13 @@ def test_reply_of_captures_actions_errors_and_crashes() -> None:
 
 # ---------------------------------------------------------------------- a976b2bf
 
-CANCEL_AFTER_SUCCESS: list[tuple[Op, Reply]] = [
+CANCEL_AFTER_SUCCESS: list[tuple[Input, Reply]] = [
     *SUCCESS_SF,
     (FAILED, reopened(issued(6, CancelDestination))),
 ]
 """a976b2bf: a terminal fact after Success cancels the decoding destination."""
 
-REOPENED_SF: list[tuple[Op, Reply]] = [
+REOPENED_SF: list[tuple[Input, Reply]] = [
     *CANCEL_AFTER_SUCCESS,
     # Acknowledgements of actions issued before the first Complete are unknown now.
     (
@@ -571,7 +567,7 @@ def test_while_reopened_only_the_reopened_cancel_is_known() -> None:
     assert done.classify(outcome(4, NOOP)) is InputClass.DUPLICATE_OUTCOME
 
 
-def _held_unschedulable() -> list[tuple[Op, Reply]]:
+def _held_unschedulable() -> list[tuple[Input, Reply]]:
     return [
         (START, returned(issued(0, SubmitPrefill))),
         (outcome(0, SUBMITTED), returned()),
@@ -619,7 +615,7 @@ def test_a_fact_that_would_schedule_an_infinite_delay_is_unschedulable_under_a97
 SUCCESS_ = HandoffCompletion.SUCCESS
 CANCELED_ = HandoffCompletion.CANCELED
 
-BREAKS_BY_REVISION: list[tuple[str, Revision, list[tuple[Op, Reply]], list[Invariant]]] = [
+BREAKS_BY_REVISION: list[tuple[str, Revision, list[tuple[Input, Reply]], list[Invariant]]] = [
     (
         "seed: a cancel after Success",
         SEED,
@@ -702,7 +698,7 @@ BREAKS_BY_REVISION: list[tuple[str, Revision, list[tuple[Op, Reply]], list[Invar
     ids=[case[0] for case in BREAKS_BY_REVISION],
 )
 def test_each_revision_rule_fires_on_the_reply_that_breaks_it(
-    revision: Revision, steps: list[tuple[Op, Reply]], expected: list[Invariant]
+    revision: Revision, steps: list[tuple[Input, Reply]], expected: list[Invariant]
 ) -> None:
     _, broken = play(SF, steps, revision)
     assert broken == expected

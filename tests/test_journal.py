@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+import handoff_fsm as hf
 from handoff_fsm import (
     CancelSource,
     HandoffActionOutcome,
@@ -63,3 +64,17 @@ def test_unknown_and_invalid_outcomes_record_nothing() -> None:
     assert invalid.value.code is HandoffErrorCode.INVALID_OUTCOME
     assert journal.outcomes == {}
     assert journal.acknowledge(submit.id, S.SUBMITTED) == "prefill_submitted"
+
+
+def test_an_unknown_id_names_only_the_outstanding_ids_and_stays_bounded() -> None:
+    coordinator = hf.HandoffCoordinator(uuid.UUID(int=5), hf.HandoffOrder.SOURCE_FIRST)
+    [submit] = coordinator.start()
+    coordinator.on_action_outcome(submit.id, hf.HandoffActionOutcome.SUBMITTED)
+    for huge in (10**5000, 10**400, -(10**4400)):
+        with pytest.raises(hf.HandoffError) as raised:
+            coordinator.on_action_outcome(huge, hf.HandoffActionOutcome.SUBMITTED)
+        assert raised.value.code is hf.HandoffErrorCode.UNKNOWN_ACTION
+        assert len(raised.value.message) < 200
+    with pytest.raises(hf.HandoffError) as raised:
+        coordinator.on_action_outcome(7, hf.HandoffActionOutcome.SUBMITTED)
+    assert raised.value.message.endswith("(outstanding ids: [])")  # 0 was acknowledged

@@ -12,15 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handoff_fsm.errors import HandoffError, HandoffErrorCode
+from handoff_fsm.errors import HandoffError
 from handoff_fsm.io import jsontext
+from handoff_fsm.io.errors import TraceErrorCode
 from handoff_fsm.io.jsontext import MAX_NESTING, dumps, loads, nesting
 
 
 def refused(text: str | bytes) -> str:
     with pytest.raises(HandoffError) as error:
         loads(text)
-    assert error.value.code is HandoffErrorCode.INVALID_INPUT
+    assert error.value.code is TraceErrorCode.INVALID_INPUT
     return error.value.message
 
 

@@ -59,7 +59,8 @@ def test_long_keys_use_multi_byte_lengths() -> None:
     ],
 )
 def test_bytes_per_key(shape: str, make: Callable[[int], str], bound: int) -> None:
-    """The ledger's own allocations per key (tracemalloc; README quotes benchmarks/ledger.py)."""
+    """The ledger's own allocations per key (tracemalloc; docs/replay.md quotes
+    benchmarks/ledger.py)."""
     count = 50_000
     keys = [make(i) for i in range(count)]
     ledger_bytes = _allocated(lambda: _fill(RetiredKeys(), keys))

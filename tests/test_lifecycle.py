@@ -19,21 +19,19 @@ from typing import Any
 import pytest
 
 from handoff_fsm.cli import main
-from handoff_fsm.diagrams import (
-    DIAGRAMS_DIR,
-    SCENARIOS,
+from handoff_fsm.io.errors import TraceError, TraceErrorCode
+from handoff_fsm.io.follow import follow, list_coordinators
+from handoff_fsm.io.lifecycle import Participant, ms_text, trace_lifecycle
+from handoff_fsm.io.lines import bounded_lines
+from handoff_fsm.render import (
     dot_digest,
-    follow,
-    list_coordinators,
     read_stamp,
     render_sequence,
     sequence_dot,
     sequence_mermaid,
-    trace_lifecycle,
 )
-from handoff_fsm.diagrams.lifecycle import Participant, ms_text
-from handoff_fsm.errors import HandoffErrorCode, TraceError
-from handoff_fsm.io.lines import bounded_lines
+from handoff_fsm.review import DIAGRAMS_DIR
+from handoff_fsm.simulate.scenarios import SCENARIOS
 from tests.test_diagrams_mermaid import MERMAID_CHECK, check_sequence_diagram
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,7 +202,7 @@ def test_list_names_every_coordinator_with_its_completion() -> None:
 def test_an_unknown_coordinator_is_a_coded_error_naming_the_ones_there_are() -> None:
     with pytest.raises(TraceError) as caught:
         follow(_trace(), "nope")
-    assert caught.value.code is HandoffErrorCode.UNKNOWN_COORDINATOR
+    assert caught.value.code is TraceErrorCode.UNKNOWN_COORDINATOR
     assert "no coordinator 'nope'" in caught.value.message
     assert "it creates 'c1', 'c2'" in caught.value.message
 
@@ -213,7 +211,7 @@ def test_a_trace_without_any_coordinator_is_a_coded_error() -> None:
     for lines in ([], ["", "{", "[1, 2]", '"x"', "\xff"], [b"\xff\xfe garbage"]):
         with pytest.raises(TraceError) as caught:
             follow(lines)
-        assert caught.value.code is HandoffErrorCode.UNKNOWN_COORDINATOR
+        assert caught.value.code is TraceErrorCode.UNKNOWN_COORDINATOR
     with pytest.raises(TraceError, match="the first: invalid_input: line 1: invalid JSON"):
         follow(["{"])
 
@@ -226,7 +224,7 @@ def test_a_huge_line_is_skipped_unread_and_reported() -> None:
     assert [step.line for step in run.steps] == [3]
     assert run.unattributed_count == 1
     line, code, message = run.unattributed[0]
-    assert (line, code) == (2, HandoffErrorCode.LINE_TOO_LONG)
+    assert (line, code) == (2, TraceErrorCode.LINE_TOO_LONG)
     assert "longer than the limit of 1048576 bytes" in message
 
 
@@ -470,7 +468,7 @@ def test_a_timed_svg_has_a_time_column_with_the_trace_times(
 def test_list_of_a_trace_creating_no_coordinator_is_a_coded_error() -> None:
     with pytest.raises(TraceError) as caught:
         list_coordinators(["{", '{"coordinator": "x", "op": "start"}'])
-    assert caught.value.code is HandoffErrorCode.UNKNOWN_COORDINATOR
+    assert caught.value.code is TraceErrorCode.UNKNOWN_COORDINATOR
     assert "2 lines name" not in caught.value.message  # the second names one: no "new"
     assert "1 line names no coordinator, the first: invalid_input: line 1" in caught.value.message
     with pytest.raises(TraceError):
@@ -490,3 +488,16 @@ def test_a_line_refused_for_its_time_is_drawn_as_a_rejection_without_a_time() ->
     assert messages[refused + 1].text.startswith("✗ time_went_backwards: line 3: at_ms 1.5")
     later = next(m for m in messages if m.line == 4)
     assert later.time is not None and (later.time.at_ms, later.time.since_ms) == (3.0, 1.0)
+
+
+@pytest.mark.parametrize("extra", [["--coordinator", "k"], ["-o", "x.mmd"], ["--title", "t"]])
+def test_list_takes_nothing_that_names_one_drawing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    trace = _write(tmp_path / "t.jsonl", _reopened())
+    with pytest.raises(SystemExit) as exited:
+        main(["lifecycle", str(trace), "--list", *extra])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: handoff-fsm lifecycle ")
+    assert f"it takes no {extra[0]}" in err

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+import copy
 import math
+import pickle
 import uuid
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 import handoff_fsm as hf
 from handoff_fsm import (
@@ -21,7 +25,10 @@ from handoff_fsm import (
     StartTransfer,
     SubmitPrefill,
     TransferTimingMode,
+    model,
 )
+from handoff_fsm.chart import ACKNOWLEDGEMENTS
+from handoff_fsm.model import ACTION_TYPES, OUTCOME_PREFERENCE
 
 HID = uuid.UUID(int=7)
 TIMING = HandoffTransferTiming(TransferTimingMode.FULL_PROMPT, 4096, 131_072, 25.0)
@@ -188,3 +195,73 @@ def test_a_timing_for_another_prompt_is_the_timing_validation_builds(
     assert made.model_dump_json() == expected.model_dump_json()
     assert made.full_prompt_delay_ms() == expected.full_prompt_delay_ms()
     assert prototype.model_dump() == before  # the prototype is left as it was
+
+
+def test_the_acknowledgement_table_has_one_home() -> None:
+    """Which outcomes acknowledge an action is the action type's data; the chart reads it."""
+    for kind in ACTION_TYPES:
+        ack = ACKNOWLEDGEMENTS.get(kind)
+        assert (ack is None) == (not kind.acknowledged_by), kind
+        assert ack is None or ack.accepted is kind.acknowledged_by
+        assert [o.kind for o in kind.expected_outcomes] == [
+            k for k in OUTCOME_PREFERENCE if k in kind.acknowledged_by
+        ]
+    assert hf.Complete.acknowledged_by == frozenset() and hf.Complete.expected_outcomes == ()
+
+
+def test_the_model_imports_nothing_of_the_package_but_errors() -> None:
+    """The bottom of the core: no import of the chart (or anything above), anywhere in it."""
+    tree = ast.parse(Path(model.__file__).read_text(encoding="utf-8"))
+    imported = {
+        node.module or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 0
+    } | {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    assert {name for name in imported if name.startswith("handoff_fsm")} == {"handoff_fsm.errors"}
+
+
+@pytest.mark.parametrize(
+    "action",
+    [5, "SubmitPrefill", hf.TimedOut(handoff_id=HID), {"Nope": {}}, {}],
+)
+def test_an_issued_action_refuses_what_is_no_action(action: object) -> None:
+    with pytest.raises(ValidationError) as raised:
+        IssuedHandoffAction.model_validate({"id": 1, "action": action})
+    assert [error["loc"] for error in raised.value.errors()] == [("action",)]
+
+
+def test_an_issued_action_reads_its_wire_form() -> None:
+    tagged = {"StartTransfer": {"handoff_id": str(HID), "delay_ms": 2.5}}
+    issued = IssuedHandoffAction.model_validate({"id": 4, "action": tagged})
+    assert issued == IssuedHandoffAction.trusted(4, StartTransfer.issued_with_delay(HID, 2.5))
+    assert IssuedHandoffAction.model_validate_json(issued.model_dump_json()) == issued
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: TIMING,
+        lambda: TIMING.for_prompt(9),
+        lambda: SubmitPrefill.issued_for(HID),
+        lambda: StartTransfer.issued_with_delay(HID, math.inf),
+        lambda: IssuedHandoffAction.trusted(2, hf.Complete.issued_for(HID)),
+        lambda: hf.SourceHeld.observed(HID, TIMING),
+        lambda: hf.DestinationReserved.observed(HID, 3),
+        lambda: hf.TimedOut.observed(HID),
+    ],
+)
+@pytest.mark.parametrize(
+    "clone", [copy.copy, copy.deepcopy, lambda value: pickle.loads(pickle.dumps(value))]
+)
+def test_values_the_library_builds_copy_and_pickle(
+    build: Callable[[], BaseModel], clone: Callable[[BaseModel], BaseModel]
+) -> None:
+    value = build()
+    made = clone(value)
+    assert type(made) is type(value) and made == value and hash(made) == hash(value)
+    assert made.model_fields_set == value.model_fields_set

@@ -1,4 +1,4 @@
-"""Trace replay: the CLI contract of docs/ARCHITECTURE.md §7, streaming, and error replies."""
+"""Trace replay: the CLI contract of docs/architecture.md §7, streaming, and error replies."""
 
 from __future__ import annotations
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from handoff_fsm.errors import HandoffErrorCode
+from handoff_fsm.errors import error_codes
 from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES, OverlongLine, bounded_lines
 from handoff_fsm.io.replay import TraceReplayer, replay
 from tests.differential import random_trace
 from tests.hostile import HID, hostile_trace
 
-CODES = {code.value for code in HandoffErrorCode}
+CODES = {code.value for code in error_codes()}
 PROBE = json.dumps({"coordinator": "probe", "op": "start"})
 MESSAGE_LIMIT = 400
 """Longest message any reply may carry: messages quote input only through ``quoted``."""

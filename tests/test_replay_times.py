@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from handoff_fsm import HandoffActionOutcome, HandoffError, HandoffErrorCode, Revision
-from handoff_fsm.errors import TraceError
 from handoff_fsm.io.clock import TraceClock
+from handoff_fsm.io.errors import TraceError, TraceErrorCode
 from handoff_fsm.io.replay import TraceReplayer, replay
 from handoff_fsm.model import Backend
 from handoff_fsm.simulate import FaultPlan, Simulation, SimulationConfig, TraceWriter
@@ -140,26 +140,26 @@ BEFORE = [timed(new(), "5"), timed(op("c1", "start"), "5.5")]
 """c1 created and started; the clock at 5.5."""
 
 BAD_NUMBERS = {
-    "-1": HandoffErrorCode.INVALID_TIME,
-    "-1e-300": HandoffErrorCode.INVALID_TIME,
-    "-5e-324": HandoffErrorCode.INVALID_TIME,
-    "NaN": HandoffErrorCode.INVALID_TIME,
-    "Infinity": HandoffErrorCode.INVALID_TIME,
-    "-Infinity": HandoffErrorCode.INVALID_TIME,
-    "1e400": HandoffErrorCode.INVALID_TIME,  # beyond f64: infinite
-    "-1e400": HandoffErrorCode.INVALID_TIME,
-    "1" + "0" * 400: HandoffErrorCode.INVALID_TIME,  # a 400-digit integer: infinite too
-    "-18446744073709551616": HandoffErrorCode.INVALID_TIME,
-    "true": HandoffErrorCode.INVALID_INPUT,
-    "false": HandoffErrorCode.INVALID_INPUT,
-    "null": HandoffErrorCode.INVALID_INPUT,
-    '"6"': HandoffErrorCode.INVALID_INPUT,
-    "[6]": HandoffErrorCode.INVALID_INPUT,
-    '{"ms": 6}': HandoffErrorCode.INVALID_INPUT,
-    "5": HandoffErrorCode.TIME_WENT_BACKWARDS,  # before 5.5
-    "0": HandoffErrorCode.TIME_WENT_BACKWARDS,
-    "-0": HandoffErrorCode.TIME_WENT_BACKWARDS,  # -0.0 is a time (0), but before 5.5
-    "5.499999999999999": HandoffErrorCode.TIME_WENT_BACKWARDS,
+    "-1": TraceErrorCode.INVALID_TIME,
+    "-1e-300": TraceErrorCode.INVALID_TIME,
+    "-5e-324": TraceErrorCode.INVALID_TIME,
+    "NaN": TraceErrorCode.INVALID_TIME,
+    "Infinity": TraceErrorCode.INVALID_TIME,
+    "-Infinity": TraceErrorCode.INVALID_TIME,
+    "1e400": TraceErrorCode.INVALID_TIME,  # beyond f64: infinite
+    "-1e400": TraceErrorCode.INVALID_TIME,
+    "1" + "0" * 400: TraceErrorCode.INVALID_TIME,  # a 400-digit integer: infinite too
+    "-18446744073709551616": TraceErrorCode.INVALID_TIME,
+    "true": TraceErrorCode.INVALID_INPUT,
+    "false": TraceErrorCode.INVALID_INPUT,
+    "null": TraceErrorCode.INVALID_INPUT,
+    '"6"': TraceErrorCode.INVALID_INPUT,
+    "[6]": TraceErrorCode.INVALID_INPUT,
+    '{"ms": 6}': TraceErrorCode.INVALID_INPUT,
+    "5": TraceErrorCode.TIME_WENT_BACKWARDS,  # before 5.5
+    "0": TraceErrorCode.TIME_WENT_BACKWARDS,
+    "-0": TraceErrorCode.TIME_WENT_BACKWARDS,  # -0.0 is a time (0), but before 5.5
+    "5.499999999999999": TraceErrorCode.TIME_WENT_BACKWARDS,
 }
 
 
@@ -296,10 +296,10 @@ def test_the_clock_alone_refuses_what_it_must() -> None:
     assert clock.advance(3, 1) == 3.0 and type(clock.advance(3, 2)) is float
     with pytest.raises(TraceError) as caught:
         clock.advance(2.5, 3)
-    assert caught.value.code is HandoffErrorCode.TIME_WENT_BACKWARDS
+    assert caught.value.code is TraceErrorCode.TIME_WENT_BACKWARDS
     with pytest.raises(HandoffError) as refused:
         clock.advance("4", 4)
-    assert refused.value.code is HandoffErrorCode.INVALID_INPUT
+    assert refused.value.code is TraceErrorCode.INVALID_INPUT
     assert (clock.at_ms, clock.line) == (3.0, 2)
 
 

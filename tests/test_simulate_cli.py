@@ -23,6 +23,7 @@ from handoff_fsm.simulate import (
     SimulationConfig,
     TraceWriter,
 )
+from handoff_fsm.simulate import config as simulate_config
 from handoff_fsm.simulate.config import command_config
 from handoff_fsm.simulate.summary import WALL_CLOCK_KEYS
 
@@ -147,7 +148,7 @@ def stuck_config(**options: Any) -> SimulationConfig:
 def test_a_problem_makes_the_exit_status_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli_module, "command_config", stuck_config)
+    monkeypatch.setattr(simulate_config, "command_config", stuck_config)
     assert main(["simulate", "--handoffs", "2"]) == 1
     assert "problem: h0: never completed" in capsys.readouterr().out
     status, summary = run_json(capsys, "--handoffs", "2")

@@ -141,3 +141,11 @@ def test_a_record_describes_exactly_one_handoff() -> None:
         conformance_record(simulate(SimulationConfig(handoffs=2), keep_lifecycles=True))
     with pytest.raises(ValueError, match="keep_lifecycles"):
         conformance_record(simulate(SimulationConfig(handoffs=1)))
+
+
+@pytest.mark.parametrize("name", ["vLLM", "", "tensorrt"])
+def test_an_unknown_backend_names_the_backends_there_are(name: str) -> None:
+    with pytest.raises(ConformanceError) as raised:
+        conformance_run(name)
+    assert raised.value.code is HandoffErrorCode.UNSUPPORTED_BACKEND
+    assert "expected one of vllm, sglang, trtllm" in raised.value.message

@@ -26,16 +26,7 @@ from matplotlib.patches import PathPatch, StepPatch
 
 from handoff_fsm.cli import main
 from handoff_fsm.model import HandoffCompletion
-from handoff_fsm.simulate import FaultPlan, SimulationConfig
-from handoff_fsm.simulate.config import command_config
-from handoff_fsm.simulate.phases import (
-    hold_spreads,
-    latency_histogram,
-    phases_by_completion,
-    phases_by_fault,
-    simulate_times,
-)
-from handoff_fsm.simulate.plots import (
+from handoff_fsm.render.plots import (
     HOLDS,
     LATENCY,
     PHASES,
@@ -48,7 +39,16 @@ from handoff_fsm.simulate.plots import (
     read_stamp,
     svg,
 )
-from handoff_fsm.simulate.report import SUMMARY_NAME, command_line, parameters, plot_files
+from handoff_fsm.review.simulation import SUMMARY_NAME, command_line, parameters, plot_files
+from handoff_fsm.simulate import FaultPlan, SimulationConfig
+from handoff_fsm.simulate.config import command_config
+from handoff_fsm.simulate.phases import (
+    hold_spreads,
+    latency_histogram,
+    phases_by_completion,
+    phases_by_fault,
+    simulate_times,
+)
 from handoff_fsm.simulate.summary import rows, summarize
 
 CONFIG = SimulationConfig(handoffs=400, concurrency=16, seed=3, faults=FaultPlan.uniform(0.1))
@@ -230,10 +230,10 @@ def test_a_run_with_problems_still_plots_and_says_what_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Handoff 0 loses its activation acknowledgement and nothing times out: stuck."""
-    from handoff_fsm.cli import simulate as cli_module  # noqa: PLC0415
+    from handoff_fsm.simulate import config as simulate_config  # noqa: PLC0415
     from tests.test_simulate_cli import stuck_config  # noqa: PLC0415
 
-    monkeypatch.setattr(cli_module, "command_config", stuck_config)
+    monkeypatch.setattr(simulate_config, "command_config", stuck_config)
     assert main(["simulate", "--handoffs", "3", "--plots", str(tmp_path)]) == 1
     capsys.readouterr()
     text = (tmp_path / SUMMARY_NAME).read_text(encoding="utf-8")
@@ -246,7 +246,7 @@ def test_a_run_with_problems_still_plots_and_says_what_is_missing(
 
 def test_the_digest_names_the_drawing_code(monkeypatch: pytest.MonkeyPatch) -> None:
     """A figure drawn by other code (another plots.py) from the same data is stale."""
-    from handoff_fsm.simulate import plots as plots_module  # noqa: PLC0415
+    from handoff_fsm.render import plots as plots_module  # noqa: PLC0415
 
     before = digest(PLOTS[PHASES])
     monkeypatch.setattr(plots_module, "drawing_code", lambda: "0" * 64)

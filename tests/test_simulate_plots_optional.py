@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 
 from handoff_fsm.cli import main
-from handoff_fsm.simulate.plots import EXTRA, PlotsUnavailableError, require_matplotlib
+from handoff_fsm.render.plots import EXTRA, PlotsUnavailableError, require_matplotlib
 
 ROOT = Path(__file__).resolve().parents[1]
 
 _NO_MATPLOTLIB = """
 import sys
 import handoff_fsm.simulate
-import handoff_fsm.simulate.phases, handoff_fsm.simulate.plots, handoff_fsm.simulate.report
+import handoff_fsm.simulate.phases, handoff_fsm.render.plots, handoff_fsm.review.simulation
 import handoff_fsm.cli.simulate
 from handoff_fsm.cli import main
 from handoff_fsm.simulate.phases import simulate_times
-from handoff_fsm.simulate.plots import plots
-from handoff_fsm.simulate.report import summary_markdown
+from handoff_fsm.render.plots import plots
+from handoff_fsm.review.simulation import summary_markdown
 from handoff_fsm.simulate import SimulationConfig
 result, run = simulate_times(SimulationConfig(handoffs=20))
 plots(run, result.config)  # the data of the plots, not their drawing

@@ -8,8 +8,9 @@ import json
 import pytest
 from rich.console import Console
 
+from handoff_fsm.cli.simulate import print_summary
 from handoff_fsm.simulate import FaultPlan, SimulationConfig, simulate, summarize
-from handoff_fsm.simulate.summary import WALL_CLOCK_KEYS, percentile, render
+from handoff_fsm.simulate.summary import WALL_CLOCK_KEYS, percentile
 
 
 @pytest.mark.parametrize(
@@ -60,7 +61,7 @@ def test_an_empty_run_summarizes_without_percentiles() -> None:
 def test_the_table_shows_outcomes_latencies_and_throughput() -> None:
     out = io.StringIO()
     summary = summarize(simulate(SimulationConfig(handoffs=50, seed=1)))
-    render(summary, Console(file=out, width=120, color_system=None))
+    print_summary(summary, Console(file=out, width=120, color_system=None))
     text = out.getvalue()
     for label in ("succeeded", "canceled", "leaked", "end-to-end", "transfer delay", "handoffs/s"):
         assert label in text
@@ -71,7 +72,7 @@ def test_the_table_lists_problems() -> None:
     out = io.StringIO()
     summary = summarize(simulate(SimulationConfig(handoffs=1, deadline_ms=None)))
     summary.update(problems=12, first_problems=["h0: [source] still held"] * 10, leaked=12)
-    render(summary, Console(file=out, width=120, color_system=None))
+    print_summary(summary, Console(file=out, width=120, color_system=None))
     text = out.getvalue()
     assert text.count("problem: h0: [source] still held") == 10
     assert "... and 2 more problems" in text

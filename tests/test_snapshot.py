@@ -105,8 +105,10 @@ def test_restore_rejects_inconsistent_snapshots(engine: Engine) -> None:
         with pytest.raises(ConfigurationError) as error:
             HandoffCoordinator.restore(snapshot, engine=engine)
         assert error.value.code is HandoffErrorCode.INVALID_SNAPSHOT, reason
+    # Its dict form is validated like the snapshot itself (restore takes both).
+    assert HandoffCoordinator.restore(good.model_dump(), engine=engine).snapshot() == good
     with pytest.raises(TypeError):
-        HandoffCoordinator.restore(good.model_dump(), engine=engine)  # type: ignore[arg-type]
+        HandoffCoordinator.restore([good], engine=engine)  # type: ignore[arg-type]
 
 
 def test_snapshot_rejects_unknown_versions_and_fields() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+import uuid
 from collections import defaultdict
 from collections.abc import Hashable, Iterator
 from functools import cache
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+import handoff_fsm as hf
 from handoff_fsm import (
     ConfigurationError,
     DestinationReserved,
@@ -34,8 +36,8 @@ from handoff_fsm import (
     SourceHeld,
     TransferTimingMode,
 )
+from handoff_fsm.io.inputs import Input
 from handoff_fsm.verify.exploration import HANDOFF_ID, explore_graph
-from handoff_fsm.verify.invariants import Op
 from tests.support import OTHER_ID
 
 Structure = Hashable
@@ -57,9 +59,9 @@ def _structure(s: HandoffSnapshot) -> Structure:
 
 
 @cache
-def _explored() -> tuple[tuple[HandoffSnapshot, ...], dict[Structure, list[list[Op]]]]:
+def _explored() -> tuple[tuple[HandoffSnapshot, ...], dict[Structure, list[list[Input]]]]:
     snapshots: list[HandoffSnapshot] = []
-    paths: dict[Structure, list[list[Op]]] = defaultdict(list)
+    paths: dict[Structure, list[list[Input]]] = defaultdict(list)
     for order in HandoffOrder:
         for node in explore_graph(order, HandoffCoordinator, None).nodes:
             snapshot = node.snapshot
@@ -69,7 +71,7 @@ def _explored() -> tuple[tuple[HandoffSnapshot, ...], dict[Structure, list[list[
     return tuple(snapshots), dict(paths)
 
 
-def _substituted(op: Op, target: HandoffSnapshot) -> Op:
+def _substituted(op: Input, target: HandoffSnapshot) -> Input:
     if op.kind == "fact":
         fact = op.fact
         assert fact is not None
@@ -80,11 +82,11 @@ def _substituted(op: Op, target: HandoffSnapshot) -> Op:
             update["transfer_timing"] = target.transfer_timing
         if isinstance(fact, DestinationReserved) and target.transferable_prompt_tokens is not None:
             update["transferable_prompt_tokens"] = target.transferable_prompt_tokens
-        return Op("fact", fact=type(fact).model_validate({**dict(fact), **update}))
+        return Input("fact", fact=type(fact).model_validate({**dict(fact), **update}))
     if op.kind == "outcome":
         recorded = {r.action_id: r.outcome for r in target.outcomes}
         outcome = recorded.get(op.action_id, op.outcome)
-        return Op("outcome", action_id=op.action_id, outcome=outcome)
+        return Input("outcome", action_id=op.action_id, outcome=outcome)
     return op
 
 
@@ -306,3 +308,36 @@ def test_an_infinite_transfer_delay_survives_json() -> None:
     back = HandoffSnapshot.model_validate_json(text)
     assert back == c.snapshot()
     assert HandoffCoordinator.restore(back).snapshot().model_dump_json() == text
+
+
+def test_restore_takes_a_snapshot_its_json_text_or_its_dict_alike() -> None:
+    coordinator = hf.HandoffCoordinator(uuid.UUID(int=3), hf.HandoffOrder.DESTINATION_FIRST)
+    coordinator.start()
+    snapshot = coordinator.snapshot()
+    text = snapshot.model_dump_json()
+    for form in (snapshot, text, text.encode(), snapshot.model_dump(mode="json")):
+        restored = hf.HandoffCoordinator.restore(form)
+        assert restored.snapshot() == snapshot
+        assert restored.state == coordinator.state
+    for bad in ("{", b"[]", "null", {"handoff_id": 1}, text.replace('"order"', '"ordre"')):
+        with pytest.raises(hf.HandoffError) as raised:
+            hf.HandoffCoordinator.restore(bad)
+        assert raised.value.code is hf.HandoffErrorCode.INVALID_SNAPSHOT
+    with pytest.raises(TypeError, match="its JSON text or its dict"):
+        hf.HandoffCoordinator.restore(42)  # type: ignore[arg-type]
+
+
+def test_a_snapshot_nested_beyond_the_recursion_limit_is_invalid_not_a_crash() -> None:
+    coordinator = hf.HandoffCoordinator(uuid.UUID(int=4), hf.HandoffOrder.SOURCE_FIRST)
+    snapshot = coordinator.snapshot()
+    nested: list[object] = []
+    for _ in range(100_000):
+        nested = [nested]
+    hostile = HandoffSnapshot.model_construct(**{**dict(snapshot), "outcomes": nested})
+    with pytest.raises(hf.HandoffError) as raised:
+        hf.HandoffCoordinator.restore(hostile)
+    assert raised.value.code is hf.HandoffErrorCode.INVALID_SNAPSHOT
+    deep_json = '{"handoff_id": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(hf.HandoffError) as text_raised:
+        hf.HandoffCoordinator.restore(deep_json)
+    assert text_raised.value.code is hf.HandoffErrorCode.INVALID_SNAPSHOT

@@ -17,7 +17,7 @@ from handoff_fsm import (
     validate_transfer_delay_ms,
     validate_transfer_timing,
 )
-from handoff_fsm.timing import transfer_delay_ms
+from handoff_fsm.model import transfer_delay_ms
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
 

@@ -24,7 +24,6 @@ from handoff_fsm import (
     Failed,
     HandoffActionOutcome,
     HandoffError,
-    HandoffErrorCode,
     HandoffOrder,
     HandoffTransferTiming,
     IssuedHandoffAction,
@@ -40,6 +39,7 @@ from handoff_fsm import (
     TransferTimingMode,
     expected_normalized_handoff,
 )
+from handoff_fsm.io.errors import TraceErrorCode
 from handoff_fsm.io.wire import (
     action_from_wire,
     action_to_wire,
@@ -211,7 +211,7 @@ def test_outcomes_round_trip() -> None:
 def test_malformed_wire_values_are_invalid_input(reader: object, value: object) -> None:
     with pytest.raises(HandoffError) as error:
         reader(value)  # type: ignore[operator]
-    assert error.value.code is HandoffErrorCode.INVALID_INPUT
+    assert error.value.code is TraceErrorCode.INVALID_INPUT
 
 
 def test_optional_timing_fields_may_be_omitted_or_null() -> None:
@@ -316,7 +316,7 @@ def _outcomes(readers: dict[str, Callable[[], object]]) -> dict[str, object]:
         try:
             results[name] = read()
         except HandoffError as error:
-            results[name] = "refused" if error.code is HandoffErrorCode.INVALID_INPUT else error
+            results[name] = "refused" if error.code is TraceErrorCode.INVALID_INPUT else error
     return results
 
 

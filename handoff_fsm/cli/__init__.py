@@ -1,9 +1,11 @@
 """The ``handoff-fsm`` command line: thin argument parsing over the library.
 
-Rule kept here: no behaviour of its own. This module only declares the
-subcommands and their arguments; each runs a ``cli_<command>(args) -> int``
-function in a module of this package (``cli/<command>.py``), imported only
-when used, so ``handoff-fsm --help`` starts fast. :func:`main` is the one place
+Rule kept here: no behaviour of its own. Each subcommand's module
+(``cli/<command>.py``) declares its parser beside its runner, a
+``cli_<command>(args) -> int`` function (``register(commands)`` sets it as the
+parser's ``run``), with the options every subcommand shares taken from
+:mod:`~handoff_fsm.cli.common`; a module imports the library's upper rooms only when
+its command runs, so ``handoff-fsm --help`` starts fast. :func:`main` is the one place
 where the environment's refusals (a missing, unreadable or unwritable file, a
 directory where a file was meant, a full disk, a closed standard stream, a
 closed pipe, Ctrl-C) become a one-line ``handoff-fsm <command>: ...`` message
@@ -19,32 +21,17 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn, cast
+from typing import Final, NoReturn
 
-from handoff_fsm.errors import quoted
+from handoff_fsm.cli import check, diagrams, diff, lifecycle, replay, simulate
+from handoff_fsm.cli.common import fail
 
-_RUNNERS: dict[str, str] = {
-    "replay": "handoff_fsm.cli.replay:cli_replay",
-    "diagrams": "handoff_fsm.cli.diagrams:cli_diagrams",
-    "diagram": "handoff_fsm.cli.diagrams:cli_diagram",
-    "review": "handoff_fsm.cli.diagrams:cli_review",
-    "check": "handoff_fsm.cli.check:cli_check",
-    "simulate": "handoff_fsm.cli.simulate:cli_simulate",
-    "diff": "handoff_fsm.cli.diff:cli_diff",
-    "lifecycle": "handoff_fsm.cli.lifecycle:cli_lifecycle",
-}
-
-_REVISIONS = ("seed", "a976b2bf")
-"""Protocol revisions (``handoff_fsm.Revision``; the package is not imported for --help)."""
-
-_ENGINES = ("compiled", "statechart")
-_ENGINE_HELP = "how coordinators run: the compiled table (default) or the statechart interpreter"
-_DEFAULT_MAX_LINE_BYTES = 1 << 20
-"""``handoff_fsm.io.lines.DEFAULT_MAX_LINE_BYTES`` (not imported: ``--help`` stays light)."""
+COMMANDS: Final = (replay, diagrams, check, simulate, diff, lifecycle)
+"""The modules of this package that declare subcommands, in the order ``--help`` lists them
+(``diagrams`` declares ``diagrams``, ``diagram`` and ``review``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,247 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", help="one of:"
     )
-
-    replay = commands.add_parser(
-        "replay",
-        help="replay a JSONL trace through coordinators; one JSON reply per line",
-        description="Replay TRACE (JSON lines, '-' for stdin) and write one JSON reply per "
-        "input line, in order (format: README, 'Trace replay').",
-    )
-    replay.add_argument("trace", metavar="TRACE", help="trace file (JSON lines), or - for stdin")
-    replay.add_argument(
-        "-o",
-        "--output",
-        default="-",
-        metavar="OUT",
-        help="where to write the replies (default: - for stdout)",
-    )
-    replay.add_argument("--engine", choices=_ENGINES, default="compiled", help=_ENGINE_HELP)
-    replay.add_argument(
-        "--revision",
-        choices=_REVISIONS,
-        default="seed",
-        help="protocol revision of 'new' lines that name none (default: seed; a line's own "
-        '"revision" wins)',
-    )
-    replay.add_argument(
-        "--remember",
-        default="10000",
-        metavar="N",
-        type=_remember,
-        help="how many completed coordinators keep answering late lines exactly as the "
-        "coordinator would (default 10000); older ones are kept by key and completion only "
-        "(a second 'new' is duplicate_coordinator, any other line forgotten_coordinator); "
-        "'all' keeps every one in full",
-    )
-    replay.add_argument(
-        "--max-line-bytes",
-        default=_DEFAULT_MAX_LINE_BYTES,
-        metavar="B",
-        type=_positive,
-        help="longest line read, in bytes without the newline (default 1048576 = 1 MiB); "
-        "a longer line is skipped in bounded memory and answered line_too_long",
-    )
-
-    diagrams = commands.add_parser(
-        "diagrams",
-        help="render the statechart, tables and lifecycle diagrams into OUTDIR",
-        description="Write the statechart (DOT, SVG, PNG, Mermaid), transition tables and "
-        "lifecycle sequence diagrams into OUTDIR, deterministically; each protocol revision's "
-        "own chart, tables and simulated decode-phase cancel go into OUTDIR/<revision>/.",
-    )
-    diagrams.add_argument(
-        "outdir",
-        nargs="?",
-        default="diagrams",
-        metavar="OUTDIR",
-        help="directory to write into, created if missing (default: diagrams)",
-    )
-
-    diagram = commands.add_parser(
-        "diagram",
-        help="draw the statechart with one coordinator's path through a trace highlighted",
-        description="Replay TRACE and draw the statechart with one coordinator's visited "
-        "states and numbered transitions highlighted, and the trace's errors beside it.",
-    )
-    diagram.add_argument(
-        "--trace", required=True, metavar="TRACE", help="trace file (JSON lines), or - for stdin"
-    )
-    diagram.add_argument(
-        "--coordinator",
-        metavar="KEY",
-        help="which coordinator of the trace to draw (default: the first one)",
-    )
-    diagram.add_argument(
-        "-o", "--output", required=True, metavar="OUT", help="output file: .svg, .png or .dot"
-    )
-    diagram.add_argument(
-        "--revision",
-        choices=_REVISIONS,
-        default="seed",
-        help="protocol revision of 'new' lines that name none, as for replay (default: seed)",
-    )
-
-    _add_lifecycle(commands)
-
-    review = commands.add_parser(
-        "review",
-        help="write the design review report (Markdown) generated from the code",
-        description="Write the design review (chart, tables, lifecycles, error codes, "
-        "improvements, state space) as one Markdown file.",
-    )
-    review.add_argument(
-        "-o",
-        "--output",
-        default="diagrams/REVIEW.md",
-        metavar="OUT",
-        help="Markdown file to write (default: diagrams/REVIEW.md)",
-    )
-    review.add_argument(
-        "--against",
-        metavar="git:REV",
-        help="add the behavioural diff of the working tree against that git revision",
-    )
-    review.add_argument(
-        "--git",
-        action="store_true",
-        help="also write the working tree's git commit (and whether it is dirty) into the "
-        "review's provenance; the committed review leaves it out (it cannot name its own commit)",
-    )
-
-    check = commands.add_parser(
-        "check",
-        help="explore every reachable coordinator state and check the invariants",
-        description="Breadth-first exploration of every reachable coordinator state, "
-        "checking every invariant; exit status 1 on any violation.",
-    )
-    check.add_argument(
-        "--order",
-        choices=("SourceFirst", "DestinationFirst", "both"),
-        default="both",
-        help="which handoff order to explore (default: both)",
-    )
-    check.add_argument(
-        "--revision",
-        choices=(*_REVISIONS, "both"),
-        default="both",
-        help="which protocol revision to explore, with the invariants it promises (default: both)",
-    )
-    check.add_argument("--engine", choices=_ENGINES, default="compiled", help=_ENGINE_HELP)
-    check.add_argument(
-        "--json", action="store_true", help="print one JSON object (each report names its revision)"
-    )
-
-    simulate = commands.add_parser(
-        "simulate",
-        help="run many handoffs against fake engines in virtual time",
-        description="Simulate N interleaved handoffs with fake source/destination/transfer "
-        "endpoints, optional fault injection, and print a summary.",
-    )
-    simulate.add_argument(
-        "--backend",
-        choices=("vllm", "sglang", "trtllm"),
-        default="vllm",
-        help="serving engine the fake endpoints behave like: vllm (SourceFirst, default), "
-        "sglang (DestinationFirst); trtllm is refused (no destination handoff)",
-    )
-    simulate.add_argument(
-        "--handoffs",
-        type=_natural,
-        default=1000,
-        metavar="N",
-        help="how many handoffs to run (default 1000)",
-    )
-    simulate.add_argument(
-        "--concurrency",
-        type=_natural,
-        default=64,
-        metavar="C",
-        help="how many handoffs are in flight at once (default 64)",
-    )
-    simulate.add_argument(
-        "--fault-rate",
-        type=float,
-        default=0.0,
-        metavar="P",
-        help="probability in [0, 1] of a fault per acknowledgement, transfer and handoff "
-        "(default 0)",
-    )
-    simulate.add_argument(
-        "--decode-cancel-rate",
-        type=float,
-        default=0.0,
-        metavar="P",
-        help="probability in [0, 1] that a request whose handoff succeeded is canceled while "
-        "the destination decodes it (default 0)",
-    )
-    simulate.add_argument(
-        "--revision",
-        choices=_REVISIONS,
-        default="seed",
-        help="protocol revision the coordinators follow (default: seed; a976b2bf cancels "
-        "the decoding destination on a late cancel, and runs TRT-LLM SourceFirst)",
-    )
-    simulate.add_argument(
-        "--seed", type=_natural, default=0, metavar="S", help="random seed (default 0)"
-    )
-    simulate.add_argument(
-        "--trace",
-        metavar="OUT",
-        help="also write every coordinator input to OUT (JSONL, each line with its virtual "
-        "time at_ms)",
-    )
-    simulate.add_argument(
-        "--plots",
-        metavar="DIR",
-        help="also write SVG plots (latency, time per phase, KV holds) and summary.md to DIR "
-        "(needs matplotlib: pip install 'handoff-fsm[plots]')",
-    )
-    simulate.add_argument("--json", action="store_true", help="print the summary as JSON")
-    simulate.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar (shown on a terminal for long runs, never with --json)",
-    )
-    simulate.add_argument("--engine", choices=_ENGINES, default="compiled", help=_ENGINE_HELP)
-    _add_diff(commands)
+    for command in COMMANDS:
+        command.register(commands)
+    for sub in commands.choices.values():
+        sub.set_defaults(parser=sub)  # its own usage for its own mistakes (main)
     return parser
-
-
-def _add_lifecycle(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    lifecycle = commands.add_parser(
-        "lifecycle",
-        help="draw one coordinator's run in a trace as a sequence diagram",
-        description="Replay TRACE (JSON lines as for replay, '-' for stdin) and draw one "
-        "coordinator's run as a sequence diagram (Caller, Coordinator, Source, Destination, "
-        "Transfer): inputs, rejections, issued actions, chart states, the completion.",
-    )
-    lifecycle.add_argument("trace", metavar="TRACE", help="trace file (JSON lines), or - for stdin")
-    lifecycle.add_argument(
-        "--coordinator",
-        metavar="KEY",
-        help="which coordinator of the trace to draw (default: the first one created)",
-    )
-    lifecycle.add_argument(
-        "-o",
-        "--output",
-        metavar="OUT",
-        help="output file: .mmd (Mermaid), .md (Markdown with a Mermaid block), .svg or .png",
-    )
-    lifecycle.add_argument(
-        "--title", metavar="TEXT", help="the diagram's title (default: Lifecycle of KEY)"
-    )
-    lifecycle.add_argument(
-        "--revision",
-        choices=_REVISIONS,
-        default="seed",
-        help="protocol revision of 'new' lines that name none, as for replay (default: seed)",
-    )
-    lifecycle.add_argument(
-        "--list",
-        action="store_true",
-        help="print the trace's coordinators with their inputs and completion instead",
-    )
 
 
 class _VersionAction(argparse.Action):
@@ -333,87 +84,32 @@ def version() -> str:
         return __version__
 
 
-def _natural(text: str) -> int:
-    """A count in plain ASCII digits: ``int()`` would also take '٣', ' 3', '+3' and '1_000'."""
-    if not (text.isascii() and text.isdigit()):
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number (digits 0-9), got {quoted(text)}"
-        )
-    return int(text)
-
-
-def _positive(text: str) -> int:
-    value = _natural(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {quoted(text)}")
-    return value
-
-
-def _remember(text: str) -> int | None:
-    if text == "all":
-        return None
-    try:
-        return _natural(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected a count or 'all', got {quoted(text)}") from None
-
-
-def _add_diff(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    diff = commands.add_parser(
-        "diff",
-        help="compare two coordinators' observable behaviour; shortest trace per difference",
-        description="Explore the product of two sides breadth-first and report every kind of "
-        "difference in their replies with its shortest trace. A side is REVISION[@ENGINE] "
-        "(seed, seed@statechart, ...), git:REV[:REVISION][@ENGINE] (the project committed "
-        "at REV of the repository containing the working directory) or "
-        "worktree[:REVISION][@ENGINE]. Exit status 0 equivalent, 1 different, 2 error.",
-    )
-    diff.add_argument("a", metavar="A", help="the side before the change")
-    diff.add_argument("b", metavar="B", help="the side after the change")
-    diff.add_argument("--json", action="store_true", help="print one JSON object")
-    diff.add_argument("-o", "--output", metavar="DIR", help="write a review of the change to DIR")
-    diff.add_argument(
-        "--max-states",
-        type=_positive,
-        default=50_000,
-        metavar="N",
-        help="state pairs explored per order before giving up (default 50000)",
-    )
-
-
-def _runner(command: str) -> Callable[[argparse.Namespace], int]:
-    module, _, function = _RUNNERS[command].partition(":")
-    return cast(
-        Callable[[argparse.Namespace], int], getattr(importlib.import_module(module), function)
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the environment's refusals become one line on stderr, not a traceback."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
     command: str = args.command
+    if extra:  # said with the subcommand's usage, not the top level's
+        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     _replace_closed_std_streams()
+    run: Callable[[argparse.Namespace], int] = args.run
     try:
-        status = _runner(command)(args)
+        status = run(args)
         sys.stdout.flush()  # a full disk or a closed pipe on stdout is reported here, not at exit
-    except BrokenPipeError:  # the reader went away (e.g. `| head`): nothing more to say
+    except BrokenPipeError:  # the reader went away (`| head`): the verdict stands, if any
         _settle_stdout()
-        return 0
+        recorded: int = getattr(args, "verdict", 0)
+        return recorded
     except KeyboardInterrupt:
         _settle_stdout()
         return 130
     except OSError as error:
         _settle_stdout()
-        return _fail(command, _os_error_text(error))
+        return fail(command, _os_error_text(error))
     except UnicodeError as error:  # text that the output's encoding cannot hold
         _settle_stdout()
-        return _fail(command, str(error))
+        return fail(command, str(error))
     return status
-
-
-def _fail(command: str, message: str) -> int:
-    print(f"handoff-fsm {command}: {message}", file=sys.stderr)
-    return 2
 
 
 def _os_error_text(error: OSError) -> str:

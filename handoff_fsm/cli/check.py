@@ -1,7 +1,8 @@
 """``handoff-fsm check``: explore every reachable state and print the verdicts.
 
 Rule kept here: argument handling and printing only; the exploration, the
-invariants and the coverage figures come from :mod:`handoff_fsm.verify`.
+invariants and the coverage figures come from :mod:`handoff_fsm.verify`, imported
+when the command runs (the parser is built without them).
 """
 
 from __future__ import annotations
@@ -11,27 +12,59 @@ import json
 import sys
 from collections.abc import Iterable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from handoff_fsm.coordinator import HandoffCoordinator
-from handoff_fsm.engines.compiled import compiled_chart
-from handoff_fsm.model import HandoffOrder, Revision
-from handoff_fsm.verify.coverage import (
-    ChartCoverage,
-    chart_transitions,
-    coverage_totals,
-    revision_specific_transitions,
+from handoff_fsm.cli.common import (
+    BOTH,
+    Commands,
+    add_engine,
+    add_revision,
+    revisions_named,
+    verdict,
 )
-from handoff_fsm.verify.exploration import ExplorationReport, explore
-from handoff_fsm.verify.invariants import statement
+from handoff_fsm.model import HandoffOrder, Revision
+
+if TYPE_CHECKING:
+    from handoff_fsm.verify.coverage import ChartCoverage
+    from handoff_fsm.verify.exploration import ExplorationReport
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "check",
+        help="explore every reachable coordinator state and check the invariants",
+        description="Breadth-first exploration of every reachable coordinator state, "
+        "checking every invariant; exit status 1 on any violation.",
+    )
+    parser.add_argument(
+        "--order",
+        choices=(*(order.value for order in HandoffOrder), BOTH),
+        default=BOTH,
+        help="which handoff order to explore (default: both)",
+    )
+    add_revision(
+        parser,
+        "which protocol revision to explore, with the invariants it promises (default: both)",
+        both=True,
+    )
+    add_engine(parser)
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object (each report names its revision)"
+    )
+    parser.set_defaults(run=cli_check)
+
 
 # ---------------------------------------------------------------------- command line
 
 
 def cli_check(args: argparse.Namespace) -> int:
     """``handoff-fsm check [--revision R|both] [--order O|both] [--engine E] [--json]``."""
-    revisions = list(Revision) if args.revision == "both" else [Revision(args.revision)]
-    orders = list(HandoffOrder) if args.order == "both" else [HandoffOrder(args.order)]
+    from handoff_fsm.coordinator import HandoffCoordinator
+    from handoff_fsm.structure.transitions import chart_transitions, revision_specific_transitions
+    from handoff_fsm.verify.exploration import explore
+
+    revisions = revisions_named(args.revision)
+    orders = list(HandoffOrder) if args.order == BOTH else [HandoffOrder(args.order)]
     reports = [
         explore(
             order,
@@ -42,10 +75,11 @@ def cli_check(args: argparse.Namespace) -> int:
         for order in orders
     ]
     ok = all(report.ok for report in reports)
+    status = verdict(args, 0 if ok else 1)
     coverages = _coverage_by_revision(reports)
     if args.json:
         print(json.dumps(_json(args.engine, revisions, orders, reports), indent=2))
-        return 0 if ok else 1
+        return status
     for report in reports:
         _print_report(report)
     exhausted = all(report.exhausted for report in reports)
@@ -64,7 +98,7 @@ def cli_check(args: argparse.Namespace) -> int:
         for index in sorted(specific):
             print(f"  {revision.value} only: {chart_transitions()[index]}")
     print("OK: every invariant holds" if ok else "FAILED: see the counterexamples above")
-    return 0 if ok else 1
+    return status
 
 
 def _coverage_by_revision(reports: Iterable[ExplorationReport]) -> dict[Revision, ChartCoverage]:
@@ -87,6 +121,8 @@ def _json(
     orders: Sequence[HandoffOrder],
     reports: Sequence[ExplorationReport],
 ) -> dict[str, Any]:
+    from handoff_fsm.structure.transitions import chart_transitions, revision_specific_transitions
+
     declared = chart_transitions()
     coverages = _coverage_by_revision(reports)
     covered = _transitions_covered(coverages.values())
@@ -124,6 +160,10 @@ def _coverage_line(coverage: ChartCoverage, orders: Iterable[HandoffOrder]) -> s
 def _coverage_gaps(
     coverage: ChartCoverage, orders: Iterable[HandoffOrder], *, exhausted: bool
 ) -> list[str]:
+    from handoff_fsm.engines.compiled import compiled_chart
+    from handoff_fsm.structure.transitions import chart_transitions
+    from handoff_fsm.verify.coverage import coverage_totals
+
     totals = coverage_totals(orders, coverage.revision)
     lines = [
         f"transition never fired: {chart_transitions()[i]}"
@@ -138,6 +178,8 @@ def _coverage_gaps(
 
 
 def _print_report(report: ExplorationReport) -> None:
+    from handoff_fsm.verify.rules import statement
+
     write = sys.stdout.write
     write(
         f"{report.revision.value} {report.order.value}: {report.states} reachable states, "
@@ -150,9 +192,9 @@ def _print_report(report: ExplorationReport) -> None:
     if report.coverage is not None:
         write(f"  coverage: {_coverage_line(report.coverage, [report.order])}\n")
     width = max(len(v.invariant.value) for v in report.verdicts)
-    for verdict in report.verdicts:
-        status = "holds" if verdict.holds else f"VIOLATED ({verdict.violated}x)"
-        write(f"  {verdict.invariant.value:<{width}}  {verdict.checked:>6} checks  {status}\n")
+    for judged in report.verdicts:
+        status = "holds" if judged.holds else f"VIOLATED ({judged.violated}x)"
+        write(f"  {judged.invariant.value:<{width}}  {judged.checked:>6} checks  {status}\n")
     for violation in report.violations:
         write(f"\n  counterexample: {violation}\n")
         rule = statement(violation.invariant, report.revision)

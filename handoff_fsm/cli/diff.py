@@ -2,7 +2,7 @@
 
 Rule kept here: argument handling and printing only; the exploration is
 :func:`handoff_fsm.verify.diff.diff`, the review folder
-:func:`handoff_fsm.diagrams.diffreview.write_diff_review`. Exit status 0 when
+:func:`handoff_fsm.review.diffreview.write_diff_review`. Exit status 0 when
 the sides are equivalent, 1 when they differ, 2 when the diff could not run.
 """
 
@@ -12,13 +12,46 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from handoff_fsm.cli.common import Commands, fail, positive, verdict
 from handoff_fsm.errors import HandoffError
-from handoff_fsm.verify.diff import DiffReport, diff
+
+if TYPE_CHECKING:
+    from handoff_fsm.verify.diff import DiffReport
+
+DEFAULT_MAX_STATES = 50_000
+"""State pairs explored per order before giving up (``--max-states``)."""
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "diff",
+        help="compare two coordinators' observable behaviour; shortest trace per difference",
+        description="Explore the product of two sides breadth-first and report every kind of "
+        "difference in their replies with its shortest trace. A side is REVISION[@ENGINE] "
+        "(seed, seed@statechart, ...), git:REV[:REVISION][@ENGINE] (the project committed "
+        "at REV of the repository containing the working directory) or "
+        "worktree[:REVISION][@ENGINE]. Exit status 0 equivalent, 1 different, 2 error.",
+    )
+    parser.add_argument("a", metavar="A", help="the side before the change")
+    parser.add_argument("b", metavar="B", help="the side after the change")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("-o", "--output", metavar="DIR", help="write a review of the change to DIR")
+    parser.add_argument(
+        "--max-states",
+        type=positive,
+        default=DEFAULT_MAX_STATES,
+        metavar="N",
+        help=f"state pairs explored per order before giving up (default {DEFAULT_MAX_STATES})",
+    )
+    parser.set_defaults(run=cli_diff)
 
 
 def cli_diff(args: argparse.Namespace) -> int:
     """``handoff-fsm diff A B [--json] [-o DIR] [--max-states N]``."""
+    from handoff_fsm.verify.diff import diff
+
     try:
         report = diff(
             args.a,
@@ -27,17 +60,16 @@ def cli_diff(args: argparse.Namespace) -> int:
             charts=args.output is not None,
         )
     except HandoffError as error:
-        print(f"handoff-fsm diff: {error.code.value}: {error}", file=sys.stderr)
-        return 2
+        return fail("diff", str(error), code=error.code.value)
+    status = verdict(args, 0 if report.equivalent else 1)
     if args.output is not None:
-        from handoff_fsm.diagrams.diffreview import write_diff_review
+        from handoff_fsm.review.diffreview import write_diff_review
 
         try:
             command = f"handoff-fsm diff {args.a} {args.b} -o {args.output}"
             written = write_diff_review(report, Path(args.output), command=command)
         except (HandoffError, RuntimeError) as error:
-            print(f"handoff-fsm diff: {error}", file=sys.stderr)
-            return 2
+            return fail("diff", str(error))
         if not args.json:
             print(f"wrote {len(written)} files to {args.output}/")
     if args.json:
@@ -49,7 +81,7 @@ def cli_diff(args: argparse.Namespace) -> int:
             f"handoff-fsm diff: not every pair of states was explored: {report.stopped}",
             file=sys.stderr,
         )
-    return 0 if report.equivalent else 1
+    return status
 
 
 def print_report(report: DiffReport) -> None:

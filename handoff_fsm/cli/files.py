@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -91,11 +92,17 @@ def output_text(path: str) -> Iterator[TextIO]:
         yield out
 
 
-def same_file(a: str, b: str) -> bool:
-    """Whether two paths (not ``-``) name one existing file: writing one would erase the other."""
-    if STDIN in (a, b):
-        return False
+def same_file(source: str, output: str) -> bool:
+    """Whether a command's input ``source`` and its ``output`` are one existing file, so
+    writing the output would erase the input first.
+
+    ``-`` is the standard stream on each side (standard input for the source, standard
+    output for the output), compared by what it is open on: ``replay - -o F < F`` and
+    ``replay F > F`` are caught like ``replay F -o F``.
+    """
     try:
-        return os.path.samefile(a, b)
-    except OSError:
+        read = os.fstat(sys.stdin.fileno()) if source == STDIN else os.stat(source)
+        written = os.fstat(sys.stdout.fileno()) if output == STDIN else os.stat(output)
+    except (OSError, ValueError, AttributeError):  # a stream that is no file, or closed
         return False
+    return os.path.samestat(read, written) and stat.S_ISREG(read.st_mode)

@@ -2,9 +2,9 @@
 
 Rule kept here: argument handling and file plumbing only. The trace is read
 by the one trace opener (:func:`~handoff_fsm.cli.files.trace_lines`), the run
-is followed and worded by the library (:func:`~handoff_fsm.diagrams.follow.follow`,
-:func:`~handoff_fsm.diagrams.lifecycle.lifecycle_of`) and drawn by
-:func:`~handoff_fsm.diagrams.sequence.lifecycle_bytes`, the same functions that
+is followed and worded by the library (:func:`~handoff_fsm.io.follow.follow`,
+:func:`~handoff_fsm.io.lifecycle.lifecycle_of`) and drawn by
+:func:`~handoff_fsm.render.sequence.lifecycle_bytes`, the same functions that
 draw the committed lifecycles. A problem the user can fix (no such
 coordinator, a trace that creates none, e.g. one that is not UTF-8, an unknown
 output suffix, Graphviz missing) is one line on stderr, naming the trace and
@@ -21,22 +21,52 @@ import errno
 import json
 import sys
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from handoff_fsm.cli.common import Commands, add_coordinator, add_revision, add_trace, fail
 from handoff_fsm.cli.files import named_errors, trace_lines, trace_name
-from handoff_fsm.diagrams.follow import CoordinatorSummary, FollowedRun, follow, list_coordinators
-from handoff_fsm.diagrams.lifecycle import lifecycle_of
-from handoff_fsm.diagrams.render import GraphvizError
-from handoff_fsm.diagrams.sequence import LIFECYCLE_SUFFIXES, lifecycle_bytes
 from handoff_fsm.errors import HandoffError
+
+if TYPE_CHECKING:
+    from handoff_fsm.io.follow import CoordinatorSummary, FollowedRun
 
 _SHOWN_ERRORS: Final = 5
 """Lines that name no coordinator listed on stderr (the rest are counted)."""
 
 
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "lifecycle",
+        help="draw one coordinator's run in a trace as a sequence diagram",
+        description="Replay TRACE (JSON lines as for replay, '-' for stdin) and draw one "
+        "coordinator's run as a sequence diagram (Caller, Coordinator, Source, Destination, "
+        "Transfer): inputs, rejections, issued actions, chart states, the completion.",
+    )
+    add_trace(parser)
+    add_coordinator(parser)
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="output file: .mmd (Mermaid), .md (Markdown with a Mermaid block), .svg or .png",
+    )
+    parser.add_argument(
+        "--title", metavar="TEXT", help="the diagram's title (default: Lifecycle of KEY)"
+    )
+    add_revision(
+        parser,
+        "protocol revision of 'new' lines that name none, as for replay (default: seed)",
+    )
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="print the trace's coordinators with their inputs and completion instead",
+    )
+    parser.set_defaults(run=cli_lifecycle)
+
+
 def _fail(message: str) -> int:
-    print(f"handoff-fsm lifecycle: {message}", file=sys.stderr)
-    return 2
+    return fail("lifecycle", message)
 
 
 def _shown(key: str) -> str:
@@ -82,7 +112,15 @@ def cli_lifecycle(args: argparse.Namespace) -> int:
 
     ``--list`` prints the trace's coordinators instead of drawing one.
     """
+    from handoff_fsm.io.follow import follow, list_coordinators
+    from handoff_fsm.io.lifecycle import lifecycle_of
+    from handoff_fsm.render.graphviz import GraphvizError
+    from handoff_fsm.render.sequence import LIFECYCLE_SUFFIXES, lifecycle_bytes
+
     output = Path(args.output) if args.output is not None else None
+    if args.list and (args.coordinator is not None or output is not None or args.title):
+        given = "--coordinator" if args.coordinator is not None else "-o" if output else "--title"
+        args.parser.error(f"--list prints every coordinator: it takes no {given}")
     if not args.list:
         if output is None:
             return _fail("say where to draw it: -o OUT (.mmd, .md, .svg or .png), or use --list")

@@ -1,7 +1,9 @@
-"""``handoff-fsm replay``: stream a trace file through :func:`handoff_fsm.io.replay.replay`.
+"""``handoff-fsm replay``: stream a trace file through the trace replayer.
 
 Rule kept here: argument handling and file plumbing only; every line's reply
-is the library's. The trace is read by the one trace opener
+is the library's (:class:`~handoff_fsm.io.replay.TraceReplayer`, the same object
+:func:`~handoff_fsm.io.replay.replay` runs, read here for ``--strict``'s count of
+refused lines). The trace is read by the one trace opener
 (:func:`~handoff_fsm.cli.files.trace_lines`), in bounded memory, so even a
 gigabyte line costs at most ``--max-line-bytes``.
 """
@@ -10,9 +12,77 @@ from __future__ import annotations
 
 import argparse
 
+from handoff_fsm.cli.common import Commands, add_engine, add_revision, add_trace, natural, positive
 from handoff_fsm.cli.files import OverwriteError, output_text, same_file, trace_lines
-from handoff_fsm.io.replay import replay
-from handoff_fsm.model import Revision
+from handoff_fsm.errors import quoted
+from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES, LARGEST_MAX_LINE_BYTES
+from handoff_fsm.io.replay import DEFAULT_REMEMBER_COMPLETED, TraceReplayer
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "replay",
+        help="replay a JSONL trace through coordinators; one JSON reply per line",
+        description="Replay TRACE (JSON lines, '-' for stdin) and write one JSON reply per "
+        "input line, in order (format: the docs' 'Trace replay' guide).",
+    )
+    add_trace(parser)
+    parser.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        metavar="OUT",
+        help="where to write the replies (default: - for stdout)",
+    )
+    add_engine(parser)
+    add_revision(
+        parser,
+        "protocol revision of 'new' lines that name none (default: seed; a line's own "
+        '"revision" wins)',
+    )
+    parser.add_argument(
+        "--remember",
+        default=str(DEFAULT_REMEMBER_COMPLETED),
+        metavar="N",
+        type=_remember,
+        help=f"how many completed coordinators keep answering late lines exactly as the "
+        f"coordinator would (default {DEFAULT_REMEMBER_COMPLETED}); older ones are kept by key "
+        "and completion only (a second 'new' is duplicate_coordinator, any other line "
+        "forgotten_coordinator); 'all' keeps every one in full",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        default=DEFAULT_MAX_LINE_BYTES,
+        metavar="B",
+        type=_line_bytes,
+        help=f"longest line read, in bytes without the newline (default {DEFAULT_MAX_LINE_BYTES}"
+        "); a longer line is skipped in bounded memory and answered line_too_long",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit status 1 when any line was refused (an error reply), for CI; "
+        "every line is still answered",
+    )
+    parser.set_defaults(run=cli_replay)
+
+
+def _remember(text: str) -> int | None:
+    if text == "all":
+        return None
+    try:
+        return natural(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a count or 'all', got {quoted(text)}") from None
+
+
+def _line_bytes(text: str) -> int:
+    value = positive(text)
+    if value > LARGEST_MAX_LINE_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {LARGEST_MAX_LINE_BYTES} bytes, got {quoted(text)}"
+        )
+    return value
 
 
 def cli_replay(args: argparse.Namespace) -> int:
@@ -20,13 +90,14 @@ def cli_replay(args: argparse.Namespace) -> int:
     if same_file(args.trace, args.output):
         raise OverwriteError("the output would overwrite the trace it replays", args.output)
     with trace_lines(args.trace, args.max_line_bytes) as lines, output_text(args.output) as out:
-        write = out.write
-        for reply in replay(
-            lines,
+        replayer = TraceReplayer(
             engine=args.engine,
             remember_completed=args.remember,
             max_line_bytes=args.max_line_bytes,
-            revision=Revision(args.revision),
-        ):
-            write(f"{reply}\n")
-    return 0
+            revision=args.revision,
+        )
+        write = out.write
+        reply_text = replayer.reply_text
+        for number, line in enumerate(lines, start=1):
+            write(f"{reply_text(line, number)}\n")
+    return 1 if args.strict and replayer.refused else 0

@@ -4,7 +4,7 @@ Rule kept here: stdout carries only the summary (a table, or one JSON object
 with ``--json``); the progress bar goes to stderr, only when stderr is a
 terminal, the run is long and ``--json`` is off. ``--plots DIR`` records every
 handoff's times (:mod:`handoff_fsm.simulate.phases`) and writes the plots and
-``summary.md`` (:mod:`handoff_fsm.simulate.report`) after the run, saying so on
+``summary.md`` (:mod:`handoff_fsm.review.simulation`) after the run, saying so on
 stderr; matplotlib, which only it needs, is checked for before the run. Exit
 status: 0 for a clean run, 1 when the run reported a problem (a leak, a stuck
 handoff, a late input that issued actions, something undrained), 2 for a usage
@@ -21,26 +21,116 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+if TYPE_CHECKING:
+    from rich.console import Console
 
+    from handoff_fsm.simulate.phases import PhaseRecorder
+
+from handoff_fsm.cli.common import (
+    Commands,
+    add_choice,
+    add_engine,
+    add_revision,
+    fail,
+    natural,
+    verdict,
+)
 from handoff_fsm.cli.files import named_errors
 from handoff_fsm.errors import HandoffError
-from handoff_fsm.simulate.config import command_config
-from handoff_fsm.simulate.driver import Simulation
-from handoff_fsm.simulate.phases import PhaseRecorder, timed_simulation
-from handoff_fsm.simulate.plots import PlotsUnavailableError, require_matplotlib
-from handoff_fsm.simulate.summary import render, summarize
-from handoff_fsm.simulate.trace import TraceWriter
+from handoff_fsm.model import Backend
 
 LONG_RUN = 20_000
 """Runs of at least this many handoffs show a progress bar (on a terminal)."""
 
 
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "simulate",
+        help="run many handoffs against fake engines in virtual time",
+        description="Simulate N interleaved handoffs with fake source/destination/transfer "
+        "endpoints, optional fault injection, and print a summary.",
+    )
+    add_choice(
+        parser,
+        "--backend",
+        Backend,
+        "serving engine the fake endpoints behave like: vllm (SourceFirst, default), "
+        "sglang (DestinationFirst); trtllm is refused (no destination handoff)",
+        default=Backend.VLLM,
+    )
+    parser.add_argument(
+        "--handoffs",
+        type=natural,
+        default=1000,
+        metavar="N",
+        help="how many handoffs to run (default 1000)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=natural,
+        default=64,
+        metavar="C",
+        help="how many handoffs are in flight at once (default 64)",
+    )
+    parser.add_argument(
+        "--fault-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="probability in [0, 1] of a fault per acknowledgement, transfer and handoff "
+        "(default 0)",
+    )
+    parser.add_argument(
+        "--decode-cancel-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="probability in [0, 1] that a request whose handoff succeeded is canceled while "
+        "the destination decodes it (default 0)",
+    )
+    add_revision(
+        parser,
+        "protocol revision the coordinators follow (default: seed; a976b2bf cancels "
+        "the decoding destination on a late cancel, and runs TRT-LLM SourceFirst)",
+    )
+    parser.add_argument(
+        "--seed", type=natural, default=0, metavar="S", help="random seed (default 0)"
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="OUT",
+        help="also write every coordinator input to OUT (JSONL, each line with its virtual "
+        "time at_ms)",
+    )
+    parser.add_argument(
+        "--plots",
+        metavar="DIR",
+        help="also write SVG plots (latency, time per phase, KV holds) and summary.md to DIR "
+        "(needs matplotlib: pip install 'handoff-fsm[plots]')",
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (shown on a terminal for long runs, never with --json)",
+    )
+    add_engine(parser)
+    parser.set_defaults(run=cli_simulate)
+
+
 def cli_simulate(args: argparse.Namespace) -> int:
     """``handoff-fsm simulate --backend B --handoffs N --concurrency C --fault-rate P --seed S``."""
+    from rich.console import Console
+
+    from handoff_fsm.render.plots import PlotsUnavailableError, require_matplotlib
+    from handoff_fsm.simulate.config import command_config
+    from handoff_fsm.simulate.driver import Simulation
+    from handoff_fsm.simulate.phases import timed_simulation
+    from handoff_fsm.simulate.summary import summarize
+    from handoff_fsm.simulate.trace import TraceWriter
+
     try:
         config = command_config(
             backend=args.backend,
@@ -90,9 +180,10 @@ def cli_simulate(args: argparse.Namespace) -> int:
                 config, recorder=writer, on_progress=on_progress, progress_every=every
             )
         result = simulation.run()
+    status = verdict(args, 0 if result.ok else 1)
 
     if plots is not None and phases is not None:
-        from handoff_fsm.simulate.report import write_plots
+        from handoff_fsm.review.simulation import write_plots
 
         with named_errors(str(plots)):
             written = write_plots(plots, result, phases.times(result.fault_log))
@@ -102,19 +193,25 @@ def cli_simulate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
-        render(summary, Console(highlight=False))
-    return 0 if result.ok else 1
+        print_summary(summary, Console(highlight=False))
+    return status
 
 
 def _usage_error(args: argparse.Namespace, code: str, message: str) -> int:
-    print(f"handoff-fsm simulate: {code}: {message}", file=sys.stderr)
-    if args.json:
-        sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
-    return 2
+    return fail("simulate", message, code=code, json_output=args.json)
 
 
 @contextmanager
 def _progress_bar(total: int) -> Iterator[Callable[[int], None]]:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     progress = Progress(
         TextColumn("simulating"),
         BarColumn(),
@@ -131,3 +228,24 @@ def _progress_bar(total: int) -> Iterator[Callable[[int], None]]:
             progress.update(task, completed=completed, refresh=True)
 
         yield advance
+
+
+def print_summary(summary: dict[str, Any], console: Console) -> None:
+    """Print ``summary`` as a table (with wall-clock throughput) and any problems."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from handoff_fsm.simulate.summary import rows, title
+
+    table = Table(title=title(summary), title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for metric, value in rows(summary):
+        alarm = metric == "leaked" and summary["leaked"]
+        table.add_row(escape(metric), f"[bold red]{value}[/]" if alarm else escape(value))
+    console.print(table)
+    for problem in summary["first_problems"]:
+        console.print(f"[bold red]problem:[/] {escape(problem)}", highlight=False)
+    hidden = summary["problems"] - len(summary["first_problems"])
+    if hidden > 0:
+        console.print(f"[bold red]... and {hidden} more problems[/]")

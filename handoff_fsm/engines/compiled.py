@@ -9,13 +9,13 @@ return the actions they issued. Change the chart and the table changes with it.
 
 This is sound because guards read only ``In(...)`` and the declared fields, and
 event data only reaches validators and effects (see :mod:`handoff_fsm.chart` and
-docs/ARCHITECTURE.md §4).
+docs/architecture.md §4).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -38,13 +38,8 @@ from handoff_fsm.engines.harness import (
     rejecting,
     returns_action,
 )
+from handoff_fsm.engines.state import StepFunction
 from handoff_fsm.model import HandoffCompletion, HandoffOrder, Revision
-
-StepFunction = Callable[[Any, Any], list[Any]]
-"""``step(run, payload) -> issued actions``; raises (changing nothing) on rejection.
-
-``run`` is the handoff's :class:`~handoff_fsm.run.HandoffRun` (the chart's effects and
-the ``state`` they move), never the public coordinator."""
 
 
 @dataclass(eq=False)

@@ -11,21 +11,18 @@ engines agree on every reachable input (``tests/test_engines.py``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from handoff_fsm.chart import PAYLOAD, ChartFields, HandoffChart
 from handoff_fsm.engines.compiled import (
     ChartState,
-    StepFunction,
     completing_states,
     configuration_of,
     leaves_of,
 )
 from handoff_fsm.engines.harness import effects_model
+from handoff_fsm.engines.state import EngineRun, StepFunction
 from handoff_fsm.model import HandoffCompletion
-
-if TYPE_CHECKING:
-    from handoff_fsm.run import HandoffRun
 
 
 class LiveChartState:
@@ -81,7 +78,7 @@ class _SendSteps:
 
 
 def _sending(event: str) -> StepFunction:
-    def step(run: HandoffRun, payload: Any) -> list[Any]:
+    def step(run: EngineRun, payload: Any) -> list[Any]:
         live = run.state
         assert isinstance(live, LiveChartState)
         outbox: list[Any] = []
@@ -100,10 +97,10 @@ def _forward(adapter: Any, name: str, args: tuple[Any, ...]) -> None:
 
 
 _EffectsAdapter = effects_model("_EffectsAdapter", _forward, state_field="configuration")
-"""The framework's model: forwards each effect to the :class:`HandoffRun`, collects actions."""
+"""The framework's model: forwards each effect to the run, collects the actions issued."""
 
 
-def live_state(run: HandoffRun, start: ChartState) -> LiveChartState:
+def live_state(run: EngineRun, start: ChartState) -> LiveChartState:
     """Run ``run`` on the framework's interpreter, starting in compiled state ``start``."""
     adapter = _EffectsAdapter()
     adapter.run = run

@@ -1,6 +1,6 @@
 """The wire format (serde-compatible JSON) and streaming trace replay.
 
-``from handoff_fsm.io import replay``; see README, "Trace replay".
+``from handoff_fsm.io import replay``; see docs/replay.md.
 """
 
 from handoff_fsm.io.replay import TraceReplayer, replay

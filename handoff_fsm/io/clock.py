@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from handoff_fsm.errors import HandoffErrorCode, handoff_error
+from handoff_fsm.errors import handoff_error
+from handoff_fsm.io.errors import TraceErrorCode
 from handoff_fsm.io.wire import f64_from_wire
 
 TIME_KEY = "at_ms"
@@ -58,13 +59,13 @@ class TraceClock:
         at_ms = f64_from_wire(value, TIME_KEY)  # invalid_input (replay adds "line N:")
         if not math.isfinite(at_ms) or at_ms < 0.0:
             raise handoff_error(
-                HandoffErrorCode.INVALID_TIME,
+                TraceErrorCode.INVALID_TIME,
                 f"line {line}: at_ms must be finite and >= 0, got {_shown(at_ms)}; "
                 "the line is skipped",
             )
         if self.at_ms is not None and at_ms < self.at_ms:
             raise handoff_error(
-                HandoffErrorCode.TIME_WENT_BACKWARDS,
+                TraceErrorCode.TIME_WENT_BACKWARDS,
                 f"line {line}: at_ms {_shown(at_ms)} is before {_shown(self.at_ms)}, the time "
                 f"of line {self.line} (times never decrease within a trace); the line is skipped",
             )

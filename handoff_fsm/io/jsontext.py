@@ -33,7 +33,8 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
-from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
+from handoff_fsm.errors import HandoffError, handoff_error, quoted
+from handoff_fsm.io.errors import TraceErrorCode
 
 MAX_NESTING = 4
 """Deepest nesting of objects/arrays in a trace line (line → fact → variant → timing)."""
@@ -90,7 +91,7 @@ def nesting(text: str) -> int:
 
 
 def _invalid(message: str) -> HandoffError:
-    return handoff_error(HandoffErrorCode.INVALID_INPUT, message)
+    return handoff_error(TraceErrorCode.INVALID_INPUT, message)
 
 
 def loads(text: str | bytes) -> Any:

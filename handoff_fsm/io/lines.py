@@ -9,11 +9,15 @@ fixed-size chunks up to its newline, and it is handed on as an
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import BinaryIO
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20
 """1 MiB: thousands of times a real trace line, small enough to parse without a thought."""
+LARGEST_MAX_LINE_BYTES = sys.maxsize - 1
+"""The largest bound a stream can be read with (one more byte, the newline, must fit a
+read's size)."""
 
 _SKIP_CHUNK = 1 << 16
 
@@ -42,8 +46,10 @@ def bounded_lines(
     stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 ) -> Iterator[bytes]:
     """The lines of ``stream`` (newline kept), each longer one as an :class:`OverlongLine`."""
-    if max_line_bytes < 1:
-        raise ValueError(f"max_line_bytes must be >= 1, not {max_line_bytes}")
+    if not 1 <= max_line_bytes <= LARGEST_MAX_LINE_BYTES:
+        raise ValueError(
+            f"max_line_bytes must be from 1 to {LARGEST_MAX_LINE_BYTES}, not {max_line_bytes}"
+        )
     readline = stream.readline
     limit = max_line_bytes + 1  # room for the newline of a line of exactly max_line_bytes
     while line := readline(limit):

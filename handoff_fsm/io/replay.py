@@ -26,16 +26,18 @@ import json
 import math
 from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 from uuid import UUID
 
 from handoff_fsm.coordinator import Engine, HandoffCoordinator
-from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
+from handoff_fsm.errors import HandoffError, handoff_error, quoted
 from handoff_fsm.io.clock import TIME_KEY, TraceClock
+from handoff_fsm.io.errors import TraceErrorCode
 from handoff_fsm.io.jsontext import loads
 from handoff_fsm.io.ledger import RetiredKeys
-from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES, line_size
+from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES, LARGEST_MAX_LINE_BYTES, line_size
 from handoff_fsm.io.wire import (
     f64_from_wire,
     fact_from_wire,
@@ -117,11 +119,32 @@ class _Live:
 
 
 DEFAULT_REMEMBER_COMPLETED = 10_000
-"""Completed coordinators kept answering late lines: ~7 MB or more (benchmarks/ledger.py)."""
+"""Completed coordinators kept answering late lines (their memory: benchmarks/ledger.py)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayStep:
+    """What one trace line did, as data (:meth:`TraceReplayer.step`).
+
+    ``text`` is the reply line ``handoff-fsm replay`` prints for it; the other fields
+    are what that text says, taken from the objects replay made it of (never parsed
+    back from the text), for readers that follow a trace: pictures, lifecycles, pages.
+    """
+
+    text: str
+    key: str | None
+    """The coordinator the reply names (``None``: the line names none that replay read)."""
+    created: bool
+    """The line was a ``new`` that created its coordinator."""
+    actions: tuple[IssuedHandoffAction, ...]
+    error: HandoffError | None
+    """The error replied, if any."""
+    at_ms: float | None
+    """The line's time as replay accepted it (:attr:`TraceReplayer.line_at_ms`)."""
 
 
 class TraceReplayer:
-    """Applies trace operations to named coordinators (docs/ARCHITECTURE.md §7, README).
+    """Applies trace operations to named coordinators (docs/architecture.md §7, docs/replay.md).
 
     Replies are formatted as JSON text directly (the same text ``json.dumps`` would
     give for the reply object): at a million lines, building and re-encoding reply
@@ -139,8 +162,10 @@ class TraceReplayer:
     ) -> None:
         if remember_completed is not None and remember_completed < 0:
             raise ValueError(f"remember_completed must be >= 0 or None, not {remember_completed}")
-        if max_line_bytes < 1:
-            raise ValueError(f"max_line_bytes must be >= 1, not {max_line_bytes}")
+        if not 1 <= max_line_bytes <= LARGEST_MAX_LINE_BYTES:
+            raise ValueError(
+                f"max_line_bytes must be from 1 to {LARGEST_MAX_LINE_BYTES}, not {max_line_bytes}"
+            )
         self.engine: Engine = engine
         self.factory: CoordinatorFactory = factory or partial(HandoffCoordinator, engine=engine)
         """Builds the coordinator for a ``new`` line: ``factory(handoff_id, order, fallback)``."""
@@ -161,6 +186,23 @@ class TraceReplayer:
         self.line_at_ms: float | None = None
         """The accepted ``at_ms`` of the line last replied to (``None``: it had none, or it
         was refused before or for its time). Replies never show it; drawings do."""
+        self.refused = 0
+        """Lines answered with an error so far (``handoff-fsm replay --strict`` reads it)."""
+        self._last: tuple[str | None, bool, list[IssuedHandoffAction], HandoffError | None]
+        self._last = (None, False, [], None)
+        """(key, created, actions, error) of the line last replied to, for :meth:`step`."""
+
+    def step(self, line: str | bytes, line_number: int) -> ReplayStep:
+        """Reply to one trace line, and say what the reply says as data (never raises)."""
+        self._last = (None, False, [], None)
+        text = self.reply_text(line, line_number)
+        key, created, actions, error = self._last
+        return ReplayStep(text, key, created, tuple(actions), error, self.line_at_ms)
+
+    def coordinator(self, key: str) -> HandoffCoordinator | None:
+        """The coordinator replay keeps under ``key`` (running or completed), if any."""
+        kept = self.live.get(key) or self.completed.get(key)
+        return kept.coordinator if kept is not None else None
 
     def reply(self, line: str | bytes, line_number: int) -> dict[str, Any]:
         """The reply object for one trace line (never raises for bad input)."""
@@ -173,7 +215,7 @@ class TraceReplayer:
             return self._error_reply(
                 None,
                 handoff_error(
-                    HandoffErrorCode.LINE_TOO_LONG,
+                    TraceErrorCode.LINE_TOO_LONG,
                     f"line {line_number}: {line_size(line)} bytes, longer than the limit of "
                     f"{self.max_line_bytes} bytes (--max-line-bytes); skipped",
                 ),
@@ -208,7 +250,7 @@ class TraceReplayer:
                 self.line_at_ms = self.clock.advance(op[TIME_KEY], line_number)
             return self._dispatch(key, value, action_id)
         except HandoffError as error:
-            if error.code is HandoffErrorCode.INVALID_INPUT:
+            if error.code is TraceErrorCode.INVALID_INPUT:
                 error.message = f"line {line_number}: {error.message}"
             return self._error_reply(key, error)
 
@@ -242,7 +284,7 @@ class TraceReplayer:
     ) -> str:
         if key in self.live or key in self.completed or key in self.retired:
             raise handoff_error(
-                HandoffErrorCode.DUPLICATE_COORDINATOR, f"coordinator {quoted(key)} already exists"
+                TraceErrorCode.DUPLICATE_COORDINATOR, f"coordinator {quoted(key)} already exists"
             )
         coordinator = (
             self.factory(handoff_id, order, fallback)
@@ -250,6 +292,7 @@ class TraceReplayer:
             else self.factory(handoff_id, order, fallback, revision=revision)
         )
         live = self.live[key] = _Live(coordinator, _prefix(key))
+        self._last = (key, True, [], None)
         return live.prefix + _NO_ACTIONS_RUNNING
 
     def _dispatch(self, key: str, value: Any, action_id: int | None) -> str:
@@ -278,6 +321,7 @@ class TraceReplayer:
             del self.live[key]
             live.completion = completion
             self._bury(key, live)
+        self._last = (key, False, actions, None)
         text = _actions_text(actions, live.handoff_id, live.handoff_id_text) if actions else ""
         return _reply_text(live.prefix, text, _STATUS[completion, coordinator.is_complete])
 
@@ -286,10 +330,10 @@ class TraceReplayer:
         completion = self.retired.completion(key)
         if completion is None:
             return handoff_error(
-                HandoffErrorCode.UNKNOWN_COORDINATOR, f"no coordinator named {quoted(key)}"
+                TraceErrorCode.UNKNOWN_COORDINATOR, f"no coordinator named {quoted(key)}"
             )
         return handoff_error(
-            HandoffErrorCode.FORGOTTEN_COORDINATOR,
+            TraceErrorCode.FORGOTTEN_COORDINATOR,
             f"coordinator {quoted(key)} completed ({completion.value}) before the last "
             f"{self.remember_completed} completions and is remembered by key only "
             "(--remember keeps more)",
@@ -306,6 +350,8 @@ class TraceReplayer:
             self.retired.add(oldest, evicted.completion)
 
     def _error_reply(self, key: str | None, error: HandoffError) -> str:
+        self._last = (key, False, [], error)
+        self.refused += 1
         if key is None:
             return format_error(key, error, None)
         kept = self.live.get(key) or self.completed.get(key)
@@ -414,7 +460,7 @@ def _issued_text(issued: IssuedHandoffAction, handoff_id: UUID, handoff_id_text:
 
 
 def _invalid(message: str) -> HandoffError:
-    return handoff_error(HandoffErrorCode.INVALID_INPUT, message)
+    return handoff_error(TraceErrorCode.INVALID_INPUT, message)
 
 
 def _refused(op: Any, key: str | None) -> HandoffError:

@@ -26,7 +26,8 @@ from uuid import UUID
 
 from pydantic import TypeAdapter, ValidationError
 
-from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
+from handoff_fsm.errors import HandoffError, handoff_error, quoted
+from handoff_fsm.io.errors import TraceErrorCode
 from handoff_fsm.io.jsontext import dumps, loads
 from handoff_fsm.model import (
     ACTION_TYPES,
@@ -79,7 +80,7 @@ _UNIT_OUTCOMES: dict[str, HandoffActionOutcome] = {
 
 
 def _wire_error(message: str) -> HandoffError:
-    return handoff_error(HandoffErrorCode.INVALID_INPUT, message)
+    return handoff_error(TraceErrorCode.INVALID_INPUT, message)
 
 
 def _tagged(obj: Any, what: str) -> tuple[str, Any]:
@@ -193,14 +194,19 @@ def fact_to_wire(fact: HandoffFact) -> dict[str, Any]:
 
 
 def fact_from_wire(obj: Any) -> HandoffFact:
-    tag, payload = _tagged(obj, "fact")
-    cls = _FACTS_BY_NAME.get(tag)
+    fact: HandoffFact = _variant_from_wire(obj, "fact", _FACTS_BY_NAME)
+    return fact
+
+
+def _variant_from_wire(obj: Any, what: str, variants: dict[str, type[Any]]) -> Any:
+    """``{"Variant": {...}}`` as the model its tag names, validated (serde's enum form)."""
+    tag, payload = _tagged(obj, what)
+    cls = variants.get(tag)
     if cls is None:
         raise _wire_error(
-            f"unknown fact variant {quoted(tag)} (expected one of {sorted(_FACTS_BY_NAME)})"
+            f"unknown {what} variant {quoted(tag)} (expected one of {sorted(variants)})"
         )
-    fact: HandoffFact = _validated(cls, payload, tag)
-    return fact
+    return _validated(cls, payload, tag)
 
 
 # ----------------------------------------------------------------------- actions
@@ -214,13 +220,7 @@ def action_to_wire(action: HandoffAction) -> dict[str, Any]:
 
 
 def action_from_wire(obj: Any) -> HandoffAction:
-    tag, payload = _tagged(obj, "action")
-    cls = _ACTIONS_BY_NAME.get(tag)
-    if cls is None:
-        raise _wire_error(
-            f"unknown action variant {quoted(tag)} (expected one of {sorted(_ACTIONS_BY_NAME)})"
-        )
-    action: HandoffAction = _validated(cls, payload, tag)
+    action: HandoffAction = _variant_from_wire(obj, "action", _ACTIONS_BY_NAME)
     return action
 
 

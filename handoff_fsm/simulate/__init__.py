@@ -6,11 +6,12 @@ Public API of the package only; no logic here. Modules: :mod:`.config`
 goes through a :class:`~handoff_fsm.policy.SessionPolicy`), :mod:`.recorded` and
 :mod:`.trace` (recording what reaches each coordinator),
 :mod:`.result` / :mod:`.summary` (what a run produced), :mod:`.phases` (where
-each handoff's time went, and who held its KV), :mod:`.plots` / :mod:`.report`
-(``--plots``: SVGs drawn with the optional matplotlib, and ``summary.md``; not
-imported here, so importing this package never loads matplotlib),
-:mod:`.fixture` (conformance records); the ``handoff-fsm simulate`` command is
-:mod:`handoff_fsm.cli.simulate`.
+each handoff's time went, and who held its KV), :mod:`.fixture` (conformance
+records), :mod:`.scenarios` and :mod:`.decode_cancel` (the scripted and simulated
+runs the design review draws). Pictures of a run are drawn by
+:mod:`handoff_fsm.render.plots` (matplotlib, optional) and ``summary.md`` is
+written by :mod:`handoff_fsm.review.simulation`; the ``handoff-fsm simulate`` command
+is :mod:`handoff_fsm.cli.simulate`.
 """
 
 from handoff_fsm.simulate.config import (

@@ -17,7 +17,7 @@ from random import Random
 from typing import TypeVar
 
 from handoff_fsm.conformance import expected_order
-from handoff_fsm.coordinator import Engine
+from handoff_fsm.coordinator import ENGINES, Engine
 from handoff_fsm.model import (
     U64_MAX,
     Backend,
@@ -218,7 +218,8 @@ class SimulationConfig:
     """A work action not acknowledged this long after it was sent is fed as Failed (None: the
     deadline ends a handoff whose acknowledgement was lost)."""
     cleanup_retry_ms: float = 20.0
-    """A cancel not acknowledged this long after it was sent is sent again (see README)."""
+    """A cancel not acknowledged this long after it was sent is sent again
+    (docs/simulation.md)."""
     cleanup_retries: int = 10
     """How many times a cancel is sent again before it is abandoned (a reported problem)."""
     destination_quirks: DestinationQuirks = DestinationQuirks()
@@ -250,7 +251,7 @@ class SimulationConfig:
             _check_int("kv_bytes_per_token", self.kv_bytes_per_token)
         if self.bandwidth_gb_s is not None:  # NaN or negative: the coordinator refuses it
             _check_number("bandwidth_gb_s", self.bandwidth_gb_s)
-        if self.coordinator_engine not in ("compiled", "statechart"):
+        if self.coordinator_engine not in ENGINES:
             raise ValueError(f"unknown coordinator engine {self.coordinator_engine!r}")
         _check_ms("fallback_transfer_delay_ms", self.fallback_transfer_delay_ms)
         _check_ms("cleanup_retry_ms", self.cleanup_retry_ms)

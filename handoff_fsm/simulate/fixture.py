@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from handoff_fsm.conformance import NormalizedHandoffConformance
+from handoff_fsm.conformance import NormalizedHandoffConformance, checked_backend
 from handoff_fsm.model import Backend
 from handoff_fsm.simulate.config import SimulationConfig
 from handoff_fsm.simulate.driver import simulate
@@ -56,13 +56,14 @@ def conformance_run(
 
     ``config`` (default: the defaults) and keyword ``overrides`` adjust the
     engines; the fixture's own settings (one handoff, ``backend``, ``faults``,
-    ``seed``) are applied last. TRT-LLM raises ``unsupported_backend``.
+    ``seed``) are applied last. TRT-LLM, or a name that is no backend, raises
+    ``unsupported_backend``.
     """
     base = config if config is not None else SimulationConfig()
     fixture = replace(
         base,
         **{"destination_output_tokens": FIXTURE_DESTINATION_OUTPUT_TOKENS, **overrides},
-        backend=Backend(backend),
+        backend=checked_backend(backend),
         handoffs=1,
         concurrency=1,
         seed=seed,

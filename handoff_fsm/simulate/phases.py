@@ -7,7 +7,7 @@ reads the driver's virtual clock then. The fake endpoints act on an action the
 moment it is issued and report a fact the moment it happens, so these times are
 the endpoints' times too (a fact the session policy held back counts from when
 it first arrived). Nothing here draws: the plots
-(:mod:`handoff_fsm.simulate.plots`) draw these numbers, so they are tested
+(:mod:`handoff_fsm.render.plots`) draw these numbers, so they are tested
 without matplotlib.
 
 **Phases.** From ``start()`` to its first ``Complete``, every instant of a handoff

@@ -13,11 +13,11 @@ from types import MappingProxyType
 from uuid import UUID
 
 from handoff_fsm.coordinator import HandoffCoordinator
-from handoff_fsm.errors import HandoffErrorCode
+from handoff_fsm.errors import ErrorCode
 from handoff_fsm.model import HandoffActionOutcome, HandoffCompletion, NormalizedHandoffEvent
 from handoff_fsm.policy import SessionPolicy, SessionResult
 
-_NONE: Mapping[HandoffErrorCode, int] = MappingProxyType({})
+_NONE: Mapping[ErrorCode, int] = MappingProxyType({})
 
 # Source endpoint states (written by FakeSource).
 SOURCE_IDLE = 0
@@ -109,7 +109,7 @@ class SimulatedHandoff:
         self.tallied: SessionResult | None = None
         """What of the policy's result the run's figures already hold (driver)."""
         self.fed = 0
-        self.refused: Mapping[HandoffErrorCode, int] = _NONE
+        self.refused: Mapping[ErrorCode, int] = _NONE
         """The policy's input count and refusals the run's figures already hold (driver)."""
         self.lifecycle: list[NormalizedHandoffEvent] = []
         """Normalized events as the endpoints (and the driver, for Completed) observed them."""

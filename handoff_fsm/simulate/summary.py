@@ -12,10 +12,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from handoff_fsm.simulate.result import SimulationResult
 
 PERCENTILES: tuple[tuple[str, float], ...] = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
@@ -151,19 +147,3 @@ def rows(summary: dict[str, Any], *, wall_clock: bool = True) -> list[tuple[str,
             ),
         ]
     return table
-
-
-def render(summary: dict[str, Any], console: Console) -> None:
-    """Print ``summary`` as a table (with wall-clock throughput) and any problems."""
-    table = Table(title=title(summary), title_justify="left")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for metric, value in rows(summary):
-        alarm = metric == "leaked" and summary["leaked"]
-        table.add_row(escape(metric), f"[bold red]{value}[/]" if alarm else escape(value))
-    console.print(table)
-    for problem in summary["first_problems"]:
-        console.print(f"[bold red]problem:[/] {escape(problem)}", highlight=False)
-    hidden = summary["problems"] - len(summary["first_problems"])
-    if hidden > 0:
-        console.print(f"[bold red]... and {hidden} more problems[/]")

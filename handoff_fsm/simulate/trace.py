@@ -2,7 +2,7 @@
 
 Rule kept here: a recorder sees each input *before* the coordinator does and
 each reply right after, in exactly the order the driver fed them, so a trace
-written here is a valid ``handoff-fsm replay`` input (docs/ARCHITECTURE.md §7) and the
+written here is a valid ``handoff-fsm replay`` input (docs/architecture.md §7) and the
 replies recorded here are, line for line, what replaying it must print. Given
 the run's clock, every line carries the virtual time its input reached the
 coordinator (``"at_ms"``, exact: the float as it is, which JSON writes and reads

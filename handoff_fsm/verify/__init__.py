@@ -1,12 +1,12 @@
 """Verification: exhaustive exploration, the protocol's invariants, chart coverage.
 
-``from handoff_fsm.verify import explore``; see README, "Verification". Each protocol
+``from handoff_fsm.verify import explore``; see docs/verification.md. Each protocol
 revision is explored on its own (``explore(order, revision=...)``) and judged by the
 invariants it promises (:data:`RULES`).
 """
 
 from handoff_fsm.verify.exploration import ExplorationReport, InvariantVerdict, Violation, explore
-from handoff_fsm.verify.invariants import RULES, Invariant, Rule, invariants_of
+from handoff_fsm.verify.rules import RULES, Invariant, Rule, invariants_of
 
 __all__ = [
     "RULES",

@@ -34,6 +34,7 @@ from handoff_fsm.chart import ACKNOWLEDGEMENTS
 from handoff_fsm.coordinator import HandoffCoordinator
 from handoff_fsm.engines.compiled import ChartState
 from handoff_fsm.errors import HandoffErrorCode, handoff_error
+from handoff_fsm.io.inputs import Coordinator, Input, Reply, inputs_to, reply_of
 from handoff_fsm.model import (
     Canceled,
     DestinationReserved,
@@ -51,24 +52,10 @@ from handoff_fsm.model import (
     checked_revision,
 )
 from handoff_fsm.snapshot import HandoffSnapshot
-from handoff_fsm.verify.coverage import (
-    ChartCoverage,
-    chart_state_of,
-    event_of,
-    step_taken,
-)
-from handoff_fsm.verify.invariants import (
-    START,
-    Coordinator,
-    InputClass,
-    Invariant,
-    Observation,
-    Op,
-    Reply,
-    invariants_of,
-    observe,
-    reply_of,
-)
+from handoff_fsm.structure.transitions import chart_state_of
+from handoff_fsm.verify.coverage import ChartCoverage, event_of, step_taken
+from handoff_fsm.verify.invariants import InputClass, Observation, observe
+from handoff_fsm.verify.rules import Invariant, invariants_of
 
 Factory = Callable[[UUID, HandoffOrder], Coordinator]
 """``factory(handoff_id, order)``: a fresh coordinator to explore (of the explored revision)."""
@@ -106,7 +93,7 @@ In ``destination_missing`` mode the delay ``StartTransfer`` carries is computed
 from the destination's transferable tokens, not the prompt's: one prompt token
 takes ~1.0e308 ms (finite, so the timing passes validation), the 10 tokens the
 explored ``DestinationReserved`` reports overflow to infinity. The full-prompt
-check does not imply a finite scheduled delay (README, "Protocol revisions": a976b2bf
+check does not imply a finite scheduled delay (docs/revisions.md: a976b2bf
 checks it where it is scheduled).
 """
 
@@ -117,7 +104,7 @@ _INJECTED_FAILURE: Final = HandoffActionOutcome.failed("injected failure")
 _CONFLICTING_FAILURE: Final = HandoffActionOutcome.failed("conflicting failure")
 
 
-def _fact_ops(handoff_id: UUID) -> tuple[Op, ...]:
+def _fact_ops(handoff_id: UUID) -> tuple[Input, ...]:
     facts: list[HandoffFact] = [
         SourceHeld(handoff_id=handoff_id, transfer_timing=VALID_TIMING),
         SourceHeld(handoff_id=handoff_id, transfer_timing=INVALID_TIMING),
@@ -129,13 +116,13 @@ def _fact_ops(handoff_id: UUID) -> tuple[Op, ...]:
         # Last, so the counterexamples the inputs above find stay the ones found first.
         SourceHeld(handoff_id=handoff_id, transfer_timing=UNSCHEDULABLE_TIMING),
     ]
-    return tuple(Op("fact", fact=fact) for fact in facts)
+    return tuple(Input("fact", fact=fact) for fact in facts)
 
 
 _FACT_OPS: Final = (*_fact_ops(HANDOFF_ID), *_fact_ops(FOREIGN_ID))
 
 
-def inputs_for(obs: Observation) -> list[Op]:
+def inputs_for(obs: Observation) -> list[Input]:
     """Every input the explorer gives in a state the observer remembers as ``obs``.
 
     ``start``; each fact kind (SourceHeld with a valid and an invalid timing) for
@@ -145,21 +132,21 @@ def inputs_for(obs: Observation) -> list[Op]:
     cannot have; for each acknowledged one an exact duplicate and a conflicting
     outcome; an outcome for the next, not yet issued, action id.
     """
-    ops = [START, *_FACT_OPS]
+    ops = [Input.START, *_FACT_OPS]
     for action_id, kind in obs.outstanding():
         accepted = ACKNOWLEDGEMENTS[kind].accepted
         ops += [
-            Op("outcome", action_id=action_id, outcome=_UNIT[k]) for k in _UNIT if k in accepted
+            Input("outcome", action_id=action_id, outcome=_UNIT[k]) for k in _UNIT if k in accepted
         ]
-        ops.append(Op("outcome", action_id=action_id, outcome=_INJECTED_FAILURE))
+        ops.append(Input("outcome", action_id=action_id, outcome=_INJECTED_FAILURE))
         wrong = next(k for k in _UNIT if k not in accepted)
-        ops.append(Op("outcome", action_id=action_id, outcome=_UNIT[wrong]))
+        ops.append(Input("outcome", action_id=action_id, outcome=_UNIT[wrong]))
     for action_id, outcome in obs.outcomes:
-        ops.append(Op("outcome", action_id=action_id, outcome=outcome))
+        ops.append(Input("outcome", action_id=action_id, outcome=outcome))
         ops.append(
-            Op("outcome", action_id=action_id, outcome=_conflicting(obs, action_id, outcome))
+            Input("outcome", action_id=action_id, outcome=_conflicting(obs, action_id, outcome))
         )
-    ops.append(Op("outcome", action_id=obs.last_id + 1, outcome=_UNIT[OutcomeKind.APPLIED]))
+    ops.append(Input("outcome", action_id=obs.last_id + 1, outcome=_UNIT[OutcomeKind.APPLIED]))
     return ops
 
 
@@ -293,7 +280,7 @@ class _Node:
     snapshot: Hashable
     obs: Observation
     parent: _Node | None
-    via: Op | None
+    via: Input | None
     depth: int
     chart_state: ChartState | None
     expanded: bool = False
@@ -304,21 +291,15 @@ class _Node:
     refused: bool = False
     """A fact made due must be rejected for its scheduled delay here (see ``refuses_due``)."""
 
-    def ops(self) -> list[Op]:
+    def ops(self) -> list[Input]:
         """The shortest input sequence reaching this state."""
-        ops: list[Op] = []
-        node: _Node | None = self
-        while node is not None and node.via is not None:
-            ops.append(node.via)
-            node = node.parent
-        ops.reverse()
-        return ops
+        return inputs_to(self)
 
 
 @dataclass(slots=True)
 class _Finding:
     node: _Node
-    op: Op | None
+    op: Input | None
     message: str
 
 
@@ -336,19 +317,19 @@ class StateGraph:
     first: dict[Invariant, _Finding] = field(default_factory=dict)
     """The first (so shortest) finding of each invariant."""
     counts: Counter[Invariant] = field(default_factory=Counter)
-    steps: dict[tuple[int, str], tuple[_Node, Op]] = field(default_factory=dict)
+    steps: dict[tuple[int, str], tuple[_Node, Input]] = field(default_factory=dict)
     """Each compiled step taken, with the first (so shortest) transition taking it."""
     exhausted: bool = True
     seconds: float = 0.0
 
-    def fail(self, invariant: Invariant, node: _Node, op: Op | None, message: str) -> None:
+    def fail(self, invariant: Invariant, node: _Node, op: Input | None, message: str) -> None:
         if invariant not in invariants_of(self.revision):
             raise AssertionError(f"{invariant.value} is no invariant of {self.revision.value}")
         self.counts[invariant] += 1
         if invariant not in self.first:
             self.first[invariant] = _Finding(node, op, message)
 
-    def trace(self, node: _Node, op: Op | None) -> tuple[str, ...]:
+    def trace(self, node: _Node, op: Input | None) -> tuple[str, ...]:
         return trace_lines(
             self.order,
             self.fallback,
@@ -360,7 +341,7 @@ class StateGraph:
 def trace_lines(
     order: HandoffOrder,
     fallback: float,
-    ops: Iterable[Op],
+    ops: Iterable[Input],
     revision: Revision = Revision.SEED,
 ) -> tuple[str, ...]:
     """``ops`` as ``handoff-fsm replay`` lines, after the ``new`` line creating the coordinator.
@@ -379,7 +360,7 @@ def trace_lines(
     return tuple(json.dumps(line) for line in [new, *(op.to_wire(TRACE_KEY) for op in ops)])
 
 
-def _replayed(factory: Factory, order: HandoffOrder, ops: Sequence[Op]) -> Coordinator:
+def _replayed(factory: Factory, order: HandoffOrder, ops: Sequence[Input]) -> Coordinator:
     coordinator = factory(HANDOFF_ID, order)
     for op in ops:
         reply_of(coordinator, op)
@@ -484,7 +465,7 @@ def _chart_state(snapshot: Hashable, revision: Revision) -> ChartState | None:
 
 
 def _state_findings(
-    node: _Node, op: Op, reply: Reply, after: Hashable
+    node: _Node, op: Input, reply: Reply, after: Hashable
 ) -> list[tuple[Invariant, str]]:
     """The invariants judged on the coordinator's state rather than on its reply."""
     if after == node.snapshot or reply.crash is not None:

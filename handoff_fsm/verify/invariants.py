@@ -11,24 +11,24 @@ and reports every rule the reply broke. Rules that need the coordinator's state
 state graph) are judged by :mod:`handoff_fsm.verify.exploration`, with the names listed here.
 
 Each protocol revision promises its own set of invariants, stated as data in
-:data:`RULES` (name, statement, revisions). What a revision does differently is
-read from :data:`PROMISES`, written here from the revision's description
-(README, "Protocol revisions"), never from the chart, so the chart cannot vouch
-for itself.
+:data:`~handoff_fsm.verify.rules.RULES` (name, statement, revisions), and what a
+revision does differently is read from its
+:data:`~handoff_fsm.verify.rules.PROMISES`, never from the chart, so the chart
+cannot vouch for itself.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Final, Literal, Protocol
+from typing import Final
 from uuid import UUID
 
 from handoff_fsm.chart import ACKNOWLEDGEMENTS
-from handoff_fsm.errors import HandoffError, HandoffErrorCode
-from handoff_fsm.io.wire import fact_from_wire, fact_to_wire, outcome_from_wire, outcome_to_wire
+from handoff_fsm.errors import HandoffError
+from handoff_fsm.io.inputs import Input, Reply
 from handoff_fsm.model import (
     ActivateDestination,
     CancelDestination,
@@ -52,404 +52,9 @@ from handoff_fsm.model import (
     SubmitPrefill,
     TimedOut,
     TransferCompleted,
+    validate_transfer_timing,
 )
-from handoff_fsm.timing import validate_transfer_timing
-
-
-class Invariant(StrEnum):
-    """Stable names of the checked properties (used in reports, tests and the CLI)."""
-
-    INPUTS_HANDLED = "inputs_handled"
-    DETERMINISTIC = "deterministic"
-    COMPLETE_ONCE = "complete_once"
-    ACTION_IDS_INCREASING = "action_ids_increasing"
-    OWN_HANDOFF = "own_handoff"
-    COMPLETION_CONSISTENT = "completion_consistent"
-    OWNERS_SETTLED_BEFORE_COMPLETE = "owners_settled_before_complete"
-    SUCCESS_AFTER_RELEASE = "success_after_release"
-    CANCELED_ONLY_THROUGH_CLEANUP = "canceled_only_through_cleanup"
-    TRANSFER_ONCE_WHEN_READY = "transfer_once_when_ready"
-    LIFECYCLE_ORDER = "lifecycle_order"
-    REJECTED_INPUT_CHANGES_NOTHING = "rejected_input_changes_nothing"
-    INVALID_INPUT_REJECTED = "invalid_input_rejected"
-    DUPLICATE_OUTCOME_IDEMPOTENT = "duplicate_outcome_idempotent"
-    REOPENS_AFTER_SUCCESS = "reopens_after_success"
-    LIVENESS = "liveness"
-
-
-@dataclass(frozen=True, slots=True)
-class Promises:
-    """What a protocol revision does differently from the seed, as the observer expects it."""
-
-    reopens_after_success: bool = False
-    """After Success, a terminal fact cancels the decoding destination and completes again."""
-    validates_scheduled_delay: bool = False
-    """A fact that would start the transfer with a delay not finite and >= 0 is rejected."""
-
-
-PROMISES: Final[dict[Revision, Promises]] = {
-    Revision.SEED: Promises(),
-    Revision.A976B2BF: Promises(reopens_after_success=True, validates_scheduled_delay=True),
-}
-"""Per revision, the behaviour the observer holds it to (README, "Protocol revisions")."""
-
-SEED: Final = frozenset({Revision.SEED})
-A976B2BF: Final = frozenset({Revision.A976B2BF})
-EVERY_REVISION: Final = frozenset(Revision)
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One invariant as a revision states it: its name, what it promises, where it holds."""
-
-    invariant: Invariant
-    statement: str
-    revisions: frozenset[Revision]
-
-
-RULES: Final[tuple[Rule, ...]] = (
-    Rule(
-        Invariant.INPUTS_HANDLED,
-        "every input returns a list of issued actions or raises a HandoffError; nothing "
-        "else escapes",
-        EVERY_REVISION,
-    ),
-    Rule(
-        Invariant.DETERMINISTIC,
-        "the same inputs, given to a fresh coordinator, always lead to the same state (what "
-        "makes a counterexample replayable)",
-        EVERY_REVISION,
-    ),
-    Rule(
-        Invariant.COMPLETE_ONCE,
-        "Complete is issued at most once, last in its reply, and nothing is issued after it",
-        SEED,
-    ),
-    Rule(
-        Invariant.COMPLETE_ONCE,
-        "Complete is last in its reply and nothing is issued after it, with one exception: "
-        "after Success a terminal fact reopens cleanup (reopens_after_success), which a "
-        "second Complete (Canceled) ends, and nothing is issued after that one; so Complete "
-        "is issued at most twice, the second time only after a reopen",
-        A976B2BF,
-    ),
-    Rule(
-        Invariant.ACTION_IDS_INCREASING,
-        "action ids are unique and strictly increasing",
-        EVERY_REVISION,
-    ),
-    Rule(
-        Invariant.OWN_HANDOFF,
-        "every issued action names the coordinator's own handoff",
-        EVERY_REVISION,
-    ),
-    Rule(
-        Invariant.COMPLETION_CONSISTENT,
-        "is_complete turns true exactly when Complete is issued, and completion is Success "
-        "or Canceled from then on (None before)",
-        SEED,
-    ),
-    Rule(
-        Invariant.COMPLETION_CONSISTENT,
-        "is_complete turns true exactly when a Complete is issued and false only when the "
-        "reopened cleanup's CancelDestination is issued, until the second Complete; "
-        "completion is None before the first Complete and that of the last Complete after "
-        "it (Success while the reopened cleanup runs)",
-        A976B2BF,
-    ),
-    Rule(
-        Invariant.OWNERS_SETTLED_BEFORE_COMPLETE,
-        "every owner engaged (prefill submitted, destination reserved) is released or "
-        "canceled, with an acknowledged outcome, before Complete (on Success the "
-        "destination's applied activation is its hand-over)",
-        SEED,
-    ),
-    Rule(
-        Invariant.OWNERS_SETTLED_BEFORE_COMPLETE,
-        "every owner engaged (prefill submitted, destination reserved) is released or "
-        "canceled, with an acknowledged outcome, before each Complete: on Success the "
-        "destination's applied activation is its hand-over; before the Complete that ends a "
-        "reopened cleanup, the destination's CancelDestination is acknowledged",
-        A976B2BF,
-    ),
-    Rule(
-        Invariant.SUCCESS_AFTER_RELEASE,
-        "Success only after ActivateDestination was Applied, ReleaseSource acknowledged and "
-        "exactly one transfer started",
-        EVERY_REVISION,
-    ),
-    Rule(
-        Invariant.CANCELED_ONLY_THROUGH_CLEANUP,
-        "Canceled only after a failure, time-out, cancel or failed action started cleanup, "
-        "Success never after one, and once cleanup started only cancels and Complete are "
-        "issued",
-        SEED,
-    ),
-    Rule(
-        Invariant.CANCELED_ONLY_THROUGH_CLEANUP,
-        "Canceled only after a failure, time-out, cancel or failed action started cleanup, "
-        "or a terminal fact after Success reopened it; Success never after one, and once "
-        "cleanup started (or reopened) only cancels and Complete are issued",
-        A976B2BF,
-    ),
-    Rule(
-        Invariant.TRANSFER_ONCE_WHEN_READY,
-        "StartTransfer only once the source reported held and the destination reported "
-        "reserved, and at most once",
-        EVERY_REVISION,
-    ),
-    Rule(
-        Invariant.LIFECYCLE_ORDER,
-        "every other action only when the protocol allows it, at most once: the order's "
-        "first owner on start, the second once the first is ready, activation after the "
-        "transfer completed, release after activation applied, cancels in cleanup for "
-        "engaged owners",
-        EVERY_REVISION,
-    ),
-    Rule(
-        Invariant.REJECTED_INPUT_CHANGES_NOTHING,
-        "an input rejected with a HandoffError leaves the coordinator exactly as it was",
-        EVERY_REVISION,
-    ),
-    Rule(
-        Invariant.INVALID_INPUT_REJECTED,
-        "a fact for another handoff is rejected; while running, an outcome for an unknown "
-        "action, one its action cannot have, a failed cleanup or one contradicting an "
-        "accepted outcome is rejected; a SourceHeld with invalid timing is never applied",
-        SEED,
-    ),
-    Rule(
-        Invariant.INVALID_INPUT_REJECTED,
-        "a fact for another handoff is rejected; while running, an outcome for an unknown "
-        "action, one its action cannot have, a failed cleanup or one contradicting an "
-        "accepted outcome is rejected; a SourceHeld with invalid timing is never applied; "
-        "a SourceHeld or DestinationReserved that would start the transfer with a delay "
-        "(the one StartTransfer carries) that is not finite and >= 0 is rejected; while a "
-        "reopened cleanup runs, an outcome for an action issued before the first Complete "
-        "is for an unknown action",
-        A976B2BF,
-    ),
-    Rule(
-        Invariant.DUPLICATE_OUTCOME_IDEMPOTENT,
-        "an exact duplicate of an accepted outcome is answered with no actions and changes nothing",
-        EVERY_REVISION,
-    ),
-    Rule(
-        Invariant.REOPENS_AFTER_SUCCESS,
-        "after Success, a Failed, TimedOut or Canceled fact reopens cleanup: its reply "
-        "issues CancelDestination (the decoding destination) and never CancelSource (the "
-        "source was released)",
-        A976B2BF,
-    ),
-    Rule(
-        Invariant.LIVENESS,
-        "from every reachable state some sequence of honest inputs (acknowledgements with an "
-        "accepted outcome, and the facts they make due) reaches Complete",
-        SEED,
-    ),
-    Rule(
-        Invariant.LIVENESS,
-        "from every reachable state some sequence of honest inputs (acknowledgements with an "
-        "accepted outcome, and the facts they make due) reaches Complete, a reopened cleanup "
-        "too; where a fact made due would start the transfer with a delay that is not finite "
-        "(so it is rejected, for good), a failure, time-out or cancel is the honest answer",
-        A976B2BF,
-    ),
-)
-"""Every invariant as each revision promises it (printed by ``handoff-fsm check``).
-
-An invariant whose meaning changes has one rule per meaning; the seed's statements
-are those of the protocol before revisions existed."""
-
-
-def invariants_of(revision: Revision) -> tuple[Invariant, ...]:
-    """The invariants ``revision`` promises, in :class:`Invariant` order."""
-    promised = {rule.invariant for rule in RULES if revision in rule.revisions}
-    return tuple(invariant for invariant in Invariant if invariant in promised)
-
-
-def statement(invariant: Invariant, revision: Revision) -> str:
-    """What ``invariant`` promises under ``revision`` (``KeyError`` if it does not apply)."""
-    for rule in RULES:
-        if rule.invariant is invariant and revision in rule.revisions:
-            return rule.statement
-    raise KeyError(f"{invariant.value} is not an invariant of {revision.value}")
-
-
-STATEMENTS_BY_REVISION: Final[dict[Revision, dict[Invariant, str]]] = {
-    revision: {invariant: statement(invariant, revision) for invariant in invariants_of(revision)}
-    for revision in Revision
-}
-"""Per revision, what each of its invariants promises, in words."""
-
-STATEMENTS: Final[dict[Invariant, str]] = STATEMENTS_BY_REVISION[Revision.SEED]
-"""What each invariant of the default revision (the seed) promises, in words."""
-
-JUDGED_BY: Final[dict[Invariant, str]] = {
-    Invariant.INPUTS_HANDLED: "the explorer, on every reply: a list of issued actions or a "
-    "HandoffError; anything else escaping is caught and reported",
-    Invariant.DETERMINISTIC: "the explorer rebuilds states by replaying their shortest input "
-    "sequence into a fresh coordinator; its snapshot must equal the state's",
-    Invariant.COMPLETE_ONCE: "the observer, on every issued action: nothing after Complete",
-    Invariant.ACTION_IDS_INCREASING: "the observer, on every issued action, against the "
-    "highest id it saw",
-    Invariant.OWN_HANDOFF: "the observer, on every issued action",
-    Invariant.COMPLETION_CONSISTENT: "the observer, on every reply: is_complete and "
-    "completion against the Complete it saw issued",
-    Invariant.OWNERS_SETTLED_BEFORE_COMPLETE: "the observer, on Complete: the outcomes it saw "
-    "for every owner that was engaged",
-    Invariant.SUCCESS_AFTER_RELEASE: "the observer, on Complete with Success: the outcomes "
-    "and transfers it saw",
-    Invariant.CANCELED_ONLY_THROUGH_CLEANUP: "the observer, on every issued action and on "
-    "Complete, against the failures it saw",
-    Invariant.TRANSFER_ONCE_WHEN_READY: "the observer, on StartTransfer: the facts it saw "
-    "accepted before",
-    Invariant.LIFECYCLE_ORDER: "the observer, on every other issued action: the inputs and "
-    "actions it saw before",
-    Invariant.REJECTED_INPUT_CHANGES_NOTHING: "the explorer: the snapshot before and after "
-    "every rejected input",
-    Invariant.INVALID_INPUT_REJECTED: "the observer classifies every input (an invalid one "
-    "accepted is a finding); the explorer checks an invalid timing changed no snapshot",
-    Invariant.DUPLICATE_OUTCOME_IDEMPOTENT: "the observer (not rejected, no actions) and the "
-    "explorer (the same snapshot) on every exact duplicate",
-    Invariant.REOPENS_AFTER_SUCCESS: "the observer, on every failure fact after Success and "
-    "every action of the cleanup it reopens",
-    Invariant.LIVENESS: "the explorer, on the whole state graph: a backward search from the "
-    "complete states over honest inputs must reach every explored state",
-}
-"""Which part of ``handoff-fsm check`` judges each invariant, and on what (the design review)."""
-
-
-# ---------------------------------------------------------------------- inputs and replies
-
-OpKind = Literal["start", "fact", "outcome"]
-
-
-@dataclass(frozen=True, slots=True)
-class Op:
-    """One input to a coordinator: ``start()``, ``on_fact(fact)`` or ``on_action_outcome``."""
-
-    kind: OpKind
-    fact: HandoffFact | None = None
-    action_id: int = -1
-    outcome: HandoffActionOutcome | None = None
-
-    def to_wire(self, key: str) -> dict[str, Any]:
-        """The trace line (``handoff-fsm replay`` format) giving this input to ``key``."""
-        if self.kind == "start":
-            return {"coordinator": key, "op": "start"}
-        if self.kind == "fact":
-            assert self.fact is not None
-            return {"coordinator": key, "op": "fact", "fact": fact_to_wire(self.fact)}
-        assert self.outcome is not None
-        return {
-            "coordinator": key,
-            "op": "outcome",
-            "action_id": self.action_id,
-            "outcome": outcome_to_wire(self.outcome),
-        }
-
-    @classmethod
-    def from_wire(cls, line: dict[str, Any]) -> Op:
-        """The input of a trace line whose ``op`` is ``start``, ``fact`` or ``outcome``."""
-        op = line["op"]
-        if op == "start":
-            return START
-        if op == "fact":
-            return cls("fact", fact=fact_from_wire(line["fact"]))
-        if op == "outcome":
-            return cls(
-                "outcome", action_id=line["action_id"], outcome=outcome_from_wire(line["outcome"])
-            )
-        raise ValueError(f"not an input line: {line!r}")
-
-    def __str__(self) -> str:
-        if self.kind == "start":
-            return "start()"
-        if self.kind == "fact":
-            assert self.fact is not None
-            return f"on_fact({_fact_text(self.fact)})"
-        return f"on_action_outcome({self.action_id}, {self.outcome})"
-
-
-START: Final = Op("start")
-
-
-def _fact_text(fact: HandoffFact) -> str:
-    if isinstance(fact, SourceHeld):
-        timing = fact.transfer_timing
-        detail = f"bandwidth {timing.bandwidth_gb_s} GB/s"
-    elif isinstance(fact, DestinationReserved):
-        detail = f"{fact.transferable_prompt_tokens} tokens"
-    else:
-        detail = ""
-    return f"{type(fact).__name__}({', '.join(filter(None, [str(fact.handoff_id), detail]))})"
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """What one input got back: actions, or an error code, or something that escaped."""
-
-    actions: tuple[IssuedHandoffAction, ...] = ()
-    error: HandoffErrorCode | None = None
-    """Set when the input was rejected with a :class:`HandoffError`."""
-    crash: str | None = None
-    """Set when something other than a list of actions or a HandoffError came out."""
-    is_complete: bool = False
-    completion: HandoffCompletion | None = None
-
-    @property
-    def rejected(self) -> bool:
-        return self.error is not None
-
-
-class Coordinator(Protocol):
-    """What the observer and the explorer need of an implementation.
-
-    ``HandoffCoordinator`` has it all; any object with these members can be checked.
-    """
-
-    @property
-    def is_complete(self) -> bool: ...
-    @property
-    def completion(self) -> HandoffCompletion | None: ...
-    def start(self) -> list[IssuedHandoffAction]: ...
-    def on_fact(self, fact: HandoffFact) -> list[IssuedHandoffAction]: ...
-    def on_action_outcome(
-        self, action_id: int, outcome: HandoffActionOutcome
-    ) -> list[IssuedHandoffAction]: ...
-    def snapshot(self) -> Hashable:
-        """The complete state: hashable, and equal exactly for equal states."""
-        ...
-
-
-def reply_of(coordinator: Coordinator, op: Op) -> Reply:
-    """Give ``op`` to ``coordinator`` and capture its reply (never raises)."""
-    try:
-        if op.kind == "start":
-            result = coordinator.start()
-        elif op.kind == "fact":
-            assert op.fact is not None
-            result = coordinator.on_fact(op.fact)
-        else:
-            assert op.outcome is not None
-            result = coordinator.on_action_outcome(op.action_id, op.outcome)
-    except HandoffError as error:
-        return Reply(
-            error=error.code,
-            is_complete=coordinator.is_complete,
-            completion=coordinator.completion,
-        )
-    except Exception as error:  # reported, not hidden: it is a finding (inputs_handled)
-        return Reply(crash=f"raised {type(error).__name__}: {error}")
-    if type(result) is not list or not all(type(a) is IssuedHandoffAction for a in result):
-        return Reply(crash=f"returned {result!r} instead of a list of issued actions")
-    return Reply(
-        actions=tuple(result),
-        is_complete=coordinator.is_complete,
-        completion=coordinator.completion,
-    )
-
+from handoff_fsm.verify.rules import PROMISES, Invariant, Promises
 
 # ---------------------------------------------------------------------- the observer
 
@@ -598,7 +203,7 @@ class Observation:
 
     # -- what an input means -----------------------------------------------------
 
-    def classify(self, op: Op) -> InputClass:
+    def classify(self, op: Input) -> InputClass:
         if op.kind == "start":
             return InputClass.START
         if op.kind == "fact":
@@ -648,7 +253,7 @@ class Observation:
             return not self.transferred and self.acknowledged(StartTransfer)
         return False
 
-    def is_honest(self, op: Op) -> bool:
+    def is_honest(self, op: Input) -> bool:
         """What a correct environment may send now: the inputs liveness may rely on.
 
         ``start``; an accepted outcome for an unacknowledged action; and the fact an
@@ -662,7 +267,7 @@ class Observation:
             return True
         return cls is InputClass.PROGRESS_FACT and self.is_due(op.fact)
 
-    def refuses_due(self, op: Op) -> bool:
+    def refuses_due(self, op: Input) -> bool:
         """``op`` is a fact made due that must be rejected for its scheduled delay, for good.
 
         Where the environment's only truthful report is refused, liveness lets it end the
@@ -695,7 +300,7 @@ class _Judge:
 
 
 def observe(
-    before: Observation, op: Op, reply: Reply
+    before: Observation, op: Input, reply: Reply
 ) -> tuple[Observation, list[tuple[Invariant, str]]]:
     """The observation after ``op`` got ``reply``, and every invariant the reply broke."""
     judge = _Judge()
@@ -763,7 +368,7 @@ def _reopened(obs: Observation) -> Observation:
     return replace(obs, reopened=True, cleanup=True)
 
 
-def _learn(obs: Observation, op: Op, cls: InputClass) -> Observation:
+def _learn(obs: Observation, op: Input, cls: InputClass) -> Observation:
     """What an accepted input tells the observer (only while the handoff runs)."""
     if cls is InputClass.START:
         return obs if obs.started else replace(obs, started=True)

@@ -33,16 +33,10 @@ from functools import partial
 from typing import Literal
 
 from handoff_fsm.coordinator import HandoffCoordinator
+from handoff_fsm.io.inputs import Coordinator, Input, inputs_to, reply_of
 from handoff_fsm.model import HandoffOrder, Revision
 from handoff_fsm.verify.exploration import HANDOFF_ID, Factory, inputs_for, trace_lines
-from handoff_fsm.verify.invariants import (
-    Coordinator,
-    InputClass,
-    Observation,
-    Op,
-    observe,
-    reply_of,
-)
+from handoff_fsm.verify.invariants import InputClass, Observation, observe
 
 
 class Fate(StrEnum):
@@ -115,22 +109,17 @@ class _Node:
     leaves: tuple[str, ...]
     complete: bool
     parent: _Node | None
-    via: Op | None
+    via: Input | None
     edges: list[tuple[int, tuple[str, int | str] | None, bool]] = field(default_factory=list)
     """``(target, message delivered or None, is a failure fact)`` for honest and failure inputs."""
     awaited: dict[tuple[str, int | str], Awaited] = field(default_factory=dict)
 
-    def ops(self) -> list[Op]:
-        ops: list[Op] = []
-        node: _Node | None = self
-        while node is not None and node.via is not None:
-            ops.append(node.via)
-            node = node.parent
-        ops.reverse()
-        return ops
+    def ops(self) -> list[Input]:
+        """The shortest input sequence reaching this state."""
+        return inputs_to(self)
 
 
-def _message(obs: Observation, op: Op) -> tuple[tuple[str, int | str], Awaited] | None:
+def _message(obs: Observation, op: Input) -> tuple[tuple[str, int | str], Awaited] | None:
     """The awaited message an honest input delivers (``None`` for ``start``)."""
     if op.kind == "outcome":
         kind = obs.kind_of(op.action_id)
@@ -148,7 +137,7 @@ def _leaves(snapshot: Hashable) -> tuple[str, ...]:
 
 
 def _state_graph(order: HandoffOrder, factory: Factory, revision: Revision) -> list[_Node]:
-    def rebuilt(ops: Sequence[Op]) -> Coordinator:
+    def rebuilt(ops: Sequence[Input]) -> Coordinator:
         coordinator = factory(HANDOFF_ID, order)
         for op in ops:
             reply_of(coordinator, op)

@@ -9,14 +9,13 @@
 //!   `#[cfg(test)] mod tests` (two struct literals gain `state_bytes: 0`,
 //!   because the shim's `HandoffTransferTiming` carries the newer timing
 //!   model's field); the build checks that no patch touches code outside it.
-//! - `improved`: + docs/ARCHITECTURE.md §6.1 and §6.2 (the `seed` revision).
-//! - `a976b2bf`: + what upstream a976b2bf changed in the coordinator (README,
-//!   Protocol revisions): the reopened cleanup after a success and the
+//! - `improved`: + docs/architecture.md §6.1 and §6.2 (the `seed` revision).
+//! - `a976b2bf`: + what upstream a976b2bf changed in the coordinator (docs/revisions.md): the reopened cleanup after a success and the
 //!   scheduled-delay check. Its outcome journalling and `start()` changes are
 //!   what §6.1 and §6.2 already do; its TRT-LLM change is conformance, not
 //!   coordinator code; `state_bytes` lives in `src/engine.rs`.
 //!
-//! Improvement docs/ARCHITECTURE.md §6.3 (reject an invalid fallback at construction) cannot be a
+//! Improvement docs/architecture.md §6.3 (reject an invalid fallback at construction) cannot be a
 //! patch without changing `new_with_fallback`'s signature, so it lives in the
 //! harness (`src/variant.rs`), for every variant but `raw`.
 //!
@@ -58,7 +57,7 @@ const VARIANTS: &[Variant] = &[
     },
     Variant {
         name: "improved",
-        describes: "revision seed: the reference with the docs/ARCHITECTURE.md §6 improvements",
+        describes: "revision seed: the reference with the docs/architecture.md §6 improvements",
         patches: IMPROVED_PATCHES,
     },
     Variant {

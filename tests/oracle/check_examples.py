@@ -2,7 +2,7 @@
 """Check handoff-oracle against hand-derived expectations for examples/*.jsonl.
 
 The expectations below were derived by reading reference/replay_handoff.rs
-(and docs/ARCHITECTURE.md §6/§7, and README's Protocol revisions for a976b2bf),
+(and docs/architecture.md §6/§7, and docs/revisions.md for a976b2bf),
 not by running the oracle. Each example is replayed in several runs (RUNS: ``--raw``, the
 reference as written for every coordinator; ``--improved``, each coordinator
 under the revision its ``new`` line names, seed by default; ``--revision
@@ -360,7 +360,7 @@ EXPECT["revisions"] = [
 EXAMPLE_RUNS = {"revisions": ("raw", "improved", "a976b2bf")}
 
 # ------------------------------------------------------------------ times ("at_ms")
-# Not the reference's: the harness's clock (README, Trace replay, Times). A time is
+# Not the reference's: the harness's clock (docs/replay.md, Times). A time is
 # checked after the rest of the line, before any coordinator; only an accepted time
 # moves the clock, and a refused line changes nothing.
 EXPECT["times"] = [

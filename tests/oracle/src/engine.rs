@@ -3,7 +3,7 @@
 //! Rule kept here: `HandoffTransferTiming::delay_ms` is the exact f64
 //! expression the reference's engine uses (`tokens * kv / (bandwidth * 1e9) *
 //! 1000`, in that order), so delays are bit-identical. The newer upstream
-//! timing model's `state_bytes` (README, API; every revision accepts it)
+//! timing model's `state_bytes` (docs/coordinator.md; every revision accepts it)
 //! adds a fixed payload: `(tokens * kv + state_bytes) / (bandwidth * 1e9) *
 //! 1000`, the sum taken in f64 and skipped when `state_bytes` is 0, so a
 //! timing without it keeps the reference's bits exactly.

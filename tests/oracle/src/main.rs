@@ -1,4 +1,4 @@
-//! `handoff-oracle`: replays a trace (docs/ARCHITECTURE.md §7; JSON lines on stdin)
+//! `handoff-oracle`: replays a trace (docs/architecture.md §7; JSON lines on stdin)
 //! through the vendored Rust reference `HandoffCoordinatorCore` and writes one JSON
 //! reply per input line to stdout.
 //!
@@ -35,10 +35,10 @@ const USAGE: &str = "\
 usage: handoff-oracle [--raw | --improved] [--revision seed|a976b2bf] < TRACE.jsonl > REPLIES.jsonl
        handoff-oracle --dump-source raw|improved|a976b2bf
 
-Replays a handoff trace (docs/ARCHITECTURE.md §7) through the Rust reference coordinator.
-A `new` line may name its protocol revision (README, Protocol revisions): \"revision\": \"seed\"
+Replays a handoff trace (docs/architecture.md §7) through the Rust reference coordinator.
+A `new` line may name its protocol revision (docs/revisions.md): \"revision\": \"seed\"
 runs the improved reference, \"a976b2bf\" the reference patched to that revision.
-  --improved   (default) run each coordinator's revision, with the docs/ARCHITECTURE.md §6
+  --improved   (default) run each coordinator's revision, with the docs/architecture.md §6
                improvements
   --raw        the reference exactly as written for every coordinator, whatever its
                revision (release build: no debug_assert!)

@@ -1,4 +1,4 @@
-//! Trace-line schema (docs/ARCHITECTURE.md §7): a parsed JSON value becomes an [`Op`].
+//! Trace-line schema (docs/architecture.md §7): a parsed JSON value becomes an [`Op`].
 //!
 //! Rule kept here: strict, serde-like decoding that also rejects unknown keys
 //! (repeated keys never get here: the JSON reader rejects them). Integers are JSON integers without sign, fraction or

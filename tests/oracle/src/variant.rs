@@ -6,14 +6,14 @@
 //! reference code, compiled once per variant (`raw` = the vendored file as
 //! written; `improved` = revision `seed`, and `a976b2bf` = revision
 //! `a976b2bf`: the same file patched by build.rs). The one exception is
-//! docs/ARCHITECTURE.md §6.3 (reject an invalid fallback at construction), which the
+//! docs/architecture.md §6.3 (reject an invalid fallback at construction), which the
 //! harness applies for every variant but `raw` because `new_with_fallback`
 //! cannot express a rejection.
 
 use crate::engine::HandoffId;
 use crate::trace::{Fact, Order, Outcome};
 
-/// A protocol revision (README, Protocol revisions), as a trace's `new` line names it.
+/// A protocol revision (docs/revisions.md), as a trace's `new` line names it.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
 pub enum Revision {
     Seed,

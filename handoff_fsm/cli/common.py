@@ -1,0 +1,140 @@
+"""What every subcommand shares: its options, their types, and the one way to fail.
+
+Rule kept here: an option two subcommands take is declared once, here, and takes the
+same values everywhere: ``--revision`` takes the names of
+:class:`~handoff_fsm.model.Revision` and hands the library a ``Revision``, ``--engine``
+the coordinator's :data:`~handoff_fsm.coordinator.ENGINES`, a trace is ``TRACE`` or
+``-``. A subcommand that cannot do what it was asked says so in one line on stderr
+through :func:`fail`, and exits 2. Nothing here imports more than the protocol's own
+package, so ``handoff-fsm --help`` stays light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from enum import StrEnum
+from typing import Final, TypeAlias
+
+from handoff_fsm.coordinator import ENGINES
+from handoff_fsm.errors import quoted
+from handoff_fsm.model import Revision
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""Where a subcommand's module adds its parser (``register(commands)``)."""
+
+BOTH: Final = "both"
+"""``--revision both`` / ``--order both``: every one, each on its own."""
+
+_ENGINE_HELP: Final = (
+    "how coordinators run: the compiled table (default) or the statechart interpreter"
+)
+
+
+def fail(command: str, message: str, *, code: str | None = None, json_output: bool = False) -> int:
+    """Say on stderr why ``command`` could not run, in one line; exit status 2.
+
+    ``code`` (an error code) prefixes the message; with ``json_output`` the same error
+    also goes to stdout as one JSON object, for a caller that reads ``--json``.
+    """
+    text = f"{code}: {message}" if code is not None else message
+    print(f"handoff-fsm {command}: {text}", file=sys.stderr)
+    if json_output:
+        sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
+    return 2
+
+
+def verdict(args: argparse.Namespace, status: int) -> int:
+    """Record the exit status a command's result decided, before the result is printed.
+
+    A reader that goes away while it is printed (``| head``, ``| true``) must not change
+    it: :func:`handoff_fsm.cli.main` returns the recorded verdict on a closed pipe, so a
+    CI gate under ``set -o pipefail`` still sees a failing verdict fail.
+    """
+    args.verdict = status
+    return status
+
+
+def add_choice(
+    parser: argparse.ArgumentParser,
+    option: str,
+    kind: type[StrEnum],
+    help: str,
+    *,
+    default: StrEnum | str,
+    extra: tuple[str, ...] = (),
+) -> None:
+    """``option`` taking one member of the enum ``kind`` by value (or one of ``extra``).
+
+    The library receives the member itself, and a wrong name is one line that lists the
+    right ones.
+    """
+    names = (*(member.value for member in kind), *extra)
+
+    def member(text: str) -> StrEnum | str:
+        if text in extra:
+            return text
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {quoted(text)} (choose from {', '.join(map(repr, names))})"
+            ) from None
+
+    parser.add_argument(
+        option, type=member, default=default, metavar="{" + ",".join(names) + "}", help=help
+    )
+
+
+def add_revision(parser: argparse.ArgumentParser, help: str, *, both: bool = False) -> None:
+    """``--revision R`` (default: the seed), or with ``both``: ``R|both`` (default: both)."""
+    if both:
+        add_choice(parser, "--revision", Revision, help, default=BOTH, extra=(BOTH,))
+    else:
+        add_choice(parser, "--revision", Revision, help, default=Revision.SEED)
+
+
+def revisions_named(chosen: Revision | str) -> list[Revision]:
+    """The revisions ``--revision R|both`` names, in declaration order."""
+    return list(Revision) if chosen == BOTH else [Revision(chosen)]
+
+
+def add_engine(parser: argparse.ArgumentParser) -> None:
+    """``--engine compiled|statechart``."""
+    parser.add_argument("--engine", choices=ENGINES, default="compiled", help=_ENGINE_HELP)
+
+
+def add_trace(parser: argparse.ArgumentParser, *, option: bool = False) -> None:
+    """The trace a command reads: ``TRACE`` (or ``--trace TRACE``); ``-`` is stdin."""
+    what = "trace file (JSON lines), or - for stdin"
+    if option:
+        parser.add_argument("--trace", required=True, metavar="TRACE", help=what)
+    else:
+        parser.add_argument("trace", metavar="TRACE", help=what)
+
+
+def add_coordinator(parser: argparse.ArgumentParser) -> None:
+    """``--coordinator KEY``: which coordinator of the trace a drawing follows."""
+    parser.add_argument(
+        "--coordinator",
+        metavar="KEY",
+        help="which coordinator of the trace to draw (default: the first one created)",
+    )
+
+
+def natural(text: str) -> int:
+    """A count in plain ASCII digits: ``int()`` would also take '٣', ' 3', '+3' and '1_000'."""
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number (digits 0-9), got {quoted(text)}"
+        )
+    return int(text)
+
+
+def positive(text: str) -> int:
+    """A count of at least one."""
+    value = natural(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {quoted(text)}")
+    return value

@@ -1,0 +1,66 @@
+"""Drawing DOT with Graphviz: DOT source in, stamped SVG or PNG bytes out, or one clear error.
+
+Rule kept here: the only place that runs Graphviz, through the ``graphviz``
+package (``graphviz.Source(...).pipe``), and the one place that translates
+its failures: a missing ``dot`` binary (``graphviz.ExecutableNotFound``)
+becomes :class:`GraphvizMissingError`, whose one-line message says how to
+install Graphviz on Debian/Ubuntu, macOS and conda; ``dot`` rejecting its
+input (``graphviz.CalledProcessError``) becomes :class:`GraphvizError` with
+``dot``'s own message. Every figure leaves here stamped with the hash of its
+DOT (:mod:`~handoff_fsm.render.stamp`). The same input gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import graphviz
+
+from handoff_fsm.render.stamp import Format, dot_digest, stamp
+
+Engine = Literal["dot", "neato"]
+
+INSTALL_HINT: Final = (
+    "install Graphviz: `apt-get install graphviz` (Debian/Ubuntu), "
+    "`brew install graphviz` (macOS) or `conda install -c conda-forge graphviz` (conda)"
+)
+
+_MESSAGE_LIMIT: Final = 400
+"""How much of Graphviz's own error text a :class:`GraphvizError` quotes (one line)."""
+
+
+class GraphvizError(RuntimeError):
+    """Graphviz could not draw a figure (its message says why)."""
+
+
+class GraphvizMissingError(GraphvizError):
+    """Graphviz's ``dot`` binary, which the ``graphviz`` package runs, is not on PATH."""
+
+    def __init__(self, binary: str = "dot") -> None:
+        super().__init__(f"Graphviz's `{binary}` program was not found on PATH; {INSTALL_HINT}")
+        self.binary = binary
+
+
+def render(
+    source: str, fmt: Format, *, engine: Engine = "dot", neato_no_op: int | None = None
+) -> bytes:
+    """Lay out and draw DOT ``source`` as ``fmt``, stamped with the source's SHA-256.
+
+    ``engine`` picks the layout (``dot -K``); ``neato_no_op=2`` is ``neato -n2``:
+    keep the positions the DOT gives (in points) and only draw the edges.
+    """
+    try:
+        drawn = graphviz.Source(source, engine=engine).pipe(
+            format=fmt, neato_no_op=neato_no_op, quiet=True
+        )
+    except graphviz.ExecutableNotFound:
+        raise GraphvizMissingError("dot") from None
+    except graphviz.CalledProcessError as error:
+        stderr = error.stderr.decode("utf-8", "replace") if error.stderr else ""
+        message = " ".join(stderr.split()) or f"exit status {error.returncode}"
+        if len(message) > _MESSAGE_LIMIT:
+            message = message[:_MESSAGE_LIMIT] + "…"
+        raise GraphvizError(f"Graphviz {engine} -T{fmt} failed: {message}") from None
+    if not isinstance(drawn, bytes):
+        raise TypeError(f"graphviz returned {type(drawn).__name__}, expected bytes")
+    return stamp(fmt, drawn, dot_digest(source))

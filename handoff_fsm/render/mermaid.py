@@ -1,0 +1,170 @@
+"""The statechart as a Mermaid ``stateDiagram-v2`` that GitHub renders.
+
+Rule kept here: same chart, same words as the DOT picture (labels come from
+:mod:`handoff_fsm.structure.describe` and :func:`~handoff_fsm.render.dot.edge_label_lines`),
+written in the subset of Mermaid that parses *and draws* with Mermaid 11 and 12.
+
+Mermaid bug #4052: a transition to or from a composite state nested inside a
+``--`` concurrent region crashes the layout ("Cannot set properties of
+undefined (setting 'rank')"; Mermaid 11.17.2 still has it). Each region is
+drawn as a named composite inside its parallel state only while no
+transition touches a composite below the top level, which holds for the
+handoff chart (cross-region ordering is written as ``In(...)`` guards, not
+edges). Should a chart ever add such a transition, the regions are written
+flat between the ``--`` separators instead (the region's name then labels its
+initial arrow), so the file still draws.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from handoff_fsm.render.dot import edge_label_lines
+from handoff_fsm.structure.describe import ChartModel, EdgeKind, StateKind, StateNode, field_text
+
+_INDENT = "    "
+
+
+_ENTITIES = {
+    "#": "#35;",
+    ";": "#59;",
+    '"': "#quot;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "%": "#37;",
+}
+"""Characters Mermaid would read as syntax or markup, as the entity codes it draws as text."""
+
+
+def mermaid_text(text: str) -> str:
+    """Text Mermaid shows exactly as written, on one line.
+
+    Mermaid reads ``;`` as the end of a statement, drops a label that starts
+    with ``#``, turns ``<br>`` into a line break, passes other tags to the
+    browser's sanitizer and ``%%`` starts a comment or directive; written as
+    entity codes (``#35;``, ``#59;``, ``#lt;``, ...) it draws the characters
+    themselves. Line breaks and tabs become spaces; other control characters
+    (and lone surrogates) are spelled ``\\xNN``/``\\uNNNN`` so they stay visible.
+    """
+    out: list[str] = []
+    for char in text:
+        if char in _ENTITIES:
+            out.append(_ENTITIES[char])
+        elif char in "\t\n\r":
+            out.append(" ")
+        elif char in "\ufffe\uffff" or unicodedata.category(char) in ("Cc", "Cs"):
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+_WORKAROUND = {
+    True: "Regions are composites: no transition touches one (Mermaid bug #4052).",
+    False: "Regions are written flat between `--`: a transition touches a nested "
+    "composite, which crashes Mermaid (bug #4052).",
+}
+
+
+def regions_can_nest(model: ChartModel) -> bool:
+    """True when no transition touches a composite below the top level (see bug #4052)."""
+    nested = {s.id for s in model.states if s.is_cluster and s.parent is not None}
+    return not any(edge.source in nested or edge.target in nested for edge in model.edges)
+
+
+def statechart_mermaid(model: ChartModel) -> str:
+    """The chart as Mermaid ``stateDiagram-v2`` source (deterministic)."""
+    nest = regions_can_nest(model)
+    source = f"handoff_fsm.chart.{model.name}"
+    if model.revision is not None:
+        source += f" as revision {model.revision.value} runs it"
+    out = [
+        "---",
+        f"title: {model.title}",
+        "---",
+        "stateDiagram-v2",
+        f"{_INDENT}direction LR",
+        f"{_INDENT}%% Generated from {source} by `handoff-fsm diagrams`;",
+        f"{_INDENT}%% do not edit. {_WORKAROUND[nest]}",
+        f"{_INDENT}classDef final stroke-width:3px",
+        f"{_INDENT}[*] --> {model.initial}",
+    ]
+    for state_id in model.top_level:
+        _state(model, model.state(state_id), 1, out, nest)
+    for edge in model.edges_of(None):
+        if edge.kind is EdgeKind.REJECTION:
+            continue
+        label = mermaid_text(" ".join(edge_label_lines(edge)))
+        out.append(f"{_INDENT}{edge.source} --> {edge.target}" + (f" : {label}" if label else ""))
+    for state_id in model.top_level:
+        if model.state(state_id).final:
+            out.append(f"{_INDENT}{state_id} --> [*]")
+    finals = [s.id for s in model.states if s.final and not s.is_cluster]
+    out.append(f"{_INDENT}class {','.join(finals)} final")
+    return "\n".join(out) + "\n"
+
+
+def _state(model: ChartModel, state: StateNode, depth: int, out: list[str], nest: bool) -> None:
+    pad = _INDENT * depth
+    if not state.is_cluster:
+        out.append(f'{pad}state "{mermaid_text(state.label)}" as {state.id}')
+        for row in _rows(model, state):
+            out.append(f"{pad}{state.id} : {mermaid_text(row)}")
+        return
+    if state.kind is StateKind.PARALLEL:
+        out.append(f'{pad}state "{mermaid_text(state.label)} (parallel)" as {state.id} {{')
+        for index, region in enumerate(model.children(state.id)):
+            if index:
+                out.append(f"{pad}{_INDENT}--")
+            if nest:
+                _state(model, region, depth + 1, out, nest)
+            else:
+                _region_body(model, region, depth + 1, out, nest)
+        out.append(f"{pad}}}")
+        return
+    out.append(f'{pad}state "{mermaid_text(state.label)}" as {state.id} {{')
+    _region_body(model, state, depth + 1, out, nest)
+    out.append(f"{pad}}}")
+
+
+def _region_body(
+    model: ChartModel, region: StateNode, depth: int, out: list[str], nest: bool
+) -> None:
+    """A compound state's body: its initial arrow, states and transitions."""
+    pad = _INDENT * depth
+    children = model.children(region.id)
+    initial = next((c for c in children if c.initial), children[0])
+    if nest:
+        out.append(f"{pad}[*] --> {initial.id}")
+    else:
+        out.append(f"{pad}[*] --> {initial.id} : {mermaid_text(region.label)}")
+    for child in children:
+        _state(model, child, depth, out, nest)
+    for edge in model.edges_of(region.id):
+        if edge.kind is EdgeKind.REJECTION:
+            continue
+        label = mermaid_text(" ".join(edge_label_lines(edge)))
+        out.append(f"{pad}{edge.source} --> {edge.target}" + (f" : {label}" if label else ""))
+
+
+def _rows(model: ChartModel, state: StateNode) -> list[str]:
+    rows = [f"entry / {action}" for action in state.entry_actions]
+    rows += [f"entry / {field_text(name)}" for name in state.entry_fields]
+    rows += [
+        f"{edge.event_text} / ✗ {edge.rejection}"
+        for edge in model.edges
+        if edge.kind is EdgeKind.REJECTION and edge.source == state.id
+    ]
+    return rows
+
+
+def mermaid_block(source: str) -> list[str]:
+    """Mermaid ``source`` as the lines of a fenced Markdown block, for documents.
+
+    A file's front matter (its title) is left out: the document's heading says it.
+    """
+    lines = source.rstrip("\n").split("\n")
+    if lines[0] == "---":
+        lines = lines[lines.index("---", 1) + 1 :]
+    return ["```mermaid", *lines, "```"]

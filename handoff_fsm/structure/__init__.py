@@ -1,0 +1,36 @@
+"""The chart as data, read once: every picture, document, check and command reads it here.
+
+Public API only (no logic here): the family's description (:func:`describe_chart`
+-> :class:`ChartModel`), each revision's decided chart (:func:`revision_chart`),
+the declared transitions and which of them each compiled step fires
+(:mod:`.transitions`), and the structural diff of two charts (:func:`chart_diff`).
+"""
+
+from handoff_fsm.structure.chartdiff import ChartDiff, chart_diff
+from handoff_fsm.structure.describe import (
+    ChartModel,
+    Edge,
+    EdgeKind,
+    EventKind,
+    Guard,
+    InputEvent,
+    StateKind,
+    StateNode,
+    describe_chart,
+)
+from handoff_fsm.structure.revisions import revision_chart
+
+__all__ = [
+    "ChartDiff",
+    "ChartModel",
+    "Edge",
+    "EdgeKind",
+    "EventKind",
+    "Guard",
+    "InputEvent",
+    "StateKind",
+    "StateNode",
+    "chart_diff",
+    "describe_chart",
+    "revision_chart",
+]
