@@ -21,6 +21,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from harness import quantile
 
@@ -28,7 +29,7 @@ from handoff_fsm import HandoffCoordinator, HandoffError
 from handoff_fsm.engines.compiled import compiled_chart
 from handoff_fsm.model import Backend
 from handoff_fsm.simulate import FaultPlan, InputLog, SimulationConfig, simulate
-from handoff_fsm.simulate.trace import FACT, OUTCOME, START
+from handoff_fsm.simulate.trace import NewHandoff
 
 RATIO_TARGET = 3.0
 
@@ -43,12 +44,32 @@ def _config(handoffs: int, fault_rate: float, engine: str, seed: int = 0) -> Sim
     )
 
 
-def drive_directly(log: InputLog) -> int:
-    """Feed the logged inputs straight to coordinators; returns the actions they issued."""
+NEW, START, FACT, OUTCOME = range(4)
+Call = tuple[int, str, Any, Any]
+"""``(op, key, a, b)``: the log's entries flattened before timing, so the baseline spends
+nothing but the calls themselves."""
+
+
+def calls_of(log: InputLog) -> list[Call]:
+    """The logged inputs as the flat calls :func:`drive_directly` makes (not timed)."""
+    calls: list[Call] = []
+    for key, given in log.inputs:
+        if isinstance(given, NewHandoff):
+            calls.append((NEW, key, given.handoff_id, given.order))
+        elif given.kind == "start":
+            calls.append((START, key, None, None))
+        elif given.kind == "fact":
+            calls.append((FACT, key, given.fact, None))
+        else:
+            calls.append((OUTCOME, key, given.action_id, given.outcome))
+    return calls
+
+
+def drive_directly(calls: list[Call], fallback: float) -> int:
+    """Make the calls straight on coordinators; returns the actions they issued."""
     coordinators: dict[str, HandoffCoordinator] = {}
-    fallback = log.fallback_ms
     issued = 0
-    for op, key, a, b in log.inputs:
+    for op, key, a, b in calls:
         if op == OUTCOME:
             # A bare try/except, not contextlib.suppress: the baseline must stay minimal.
             try:  # noqa: SIM105
@@ -97,11 +118,12 @@ def measure(
     reference = simulate(config, recorder=log)
     if not reference.ok:
         raise AssertionError(f"the benchmarked run is not clean: {reference.problems[:3]}")
-    if drive_directly(log) != log.issued:
+    calls, fallback = calls_of(log), log.fallback_ms
+    if drive_directly(calls, fallback) != log.issued:
         raise AssertionError("the direct loop did not issue the actions the simulation did")
     warmup = _config(min(handoffs, 2000), fault_rate, engine)
     simulate(warmup)
-    drive_directly(log)
+    drive_directly(calls, fallback)
 
     simulated: list[float] = []
     direct: list[float] = []
@@ -111,7 +133,7 @@ def measure(
             if side == "simulated":
                 simulated.append(_timed(lambda: simulate(config)))
             else:
-                direct.append(_timed(lambda: drive_directly(log)))
+                direct.append(_timed(lambda: drive_directly(calls, fallback)))
     ratios = [s / d for s, d in zip(simulated, direct, strict=True)]
     return {
         "handoffs": float(handoffs),

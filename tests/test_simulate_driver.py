@@ -62,7 +62,6 @@ from handoff_fsm.simulate.endpoints import FakeSource
 from handoff_fsm.simulate.faults import CLEANUP_ACTIONS, WORK_ACTIONS
 from handoff_fsm.simulate.record import SimulatedHandoff
 from handoff_fsm.simulate.summary import WALL_CLOCK_KEYS
-from handoff_fsm.simulate.trace import FACT, NEW, OUTCOME, START
 
 BACKENDS = (Backend.VLLM, Backend.SGLANG)
 FIXED: dict[str, Any] = {
@@ -515,8 +514,7 @@ def test_the_input_log_holds_the_same_inputs_as_the_trace() -> None:
     log = InputLog()
     simulate(config, recorder=log)
     _, trace, _ = traced(config)
-    names = {NEW: "new", START: "start", FACT: "fact", OUTCOME: "outcome"}
-    assert [names[op] for op, *_ in log.inputs] == [
+    assert [given.kind for _, given in log.inputs] == [
         json.loads(line)["op"] for line in trace.splitlines()
     ]
     assert log.issued > 0

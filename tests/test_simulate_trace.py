@@ -6,7 +6,8 @@ from __future__ import annotations
 import io
 import json
 
-from handoff_fsm import HandoffCoordinator, HandoffError
+from handoff_fsm import HandoffCoordinator
+from handoff_fsm.io.inputs import reply_of
 from handoff_fsm.io.replay import replay
 from handoff_fsm.model import Backend
 from handoff_fsm.simulate import (
@@ -17,7 +18,7 @@ from handoff_fsm.simulate import (
     TraceWriter,
     simulate,
 )
-from handoff_fsm.simulate.trace import FACT, NEW, OUTCOME, START
+from handoff_fsm.simulate.trace import NewHandoff
 
 
 def test_trace_lines_are_replay_operations() -> None:
@@ -50,19 +51,14 @@ def test_the_input_log_drives_coordinators_to_the_same_actions() -> None:
     coordinators: dict[str, HandoffCoordinator] = {}
     issued = 0
     errors = 0
-    for op, key, a, b in log.inputs:
-        try:
-            if op == NEW:
-                coordinators[key] = HandoffCoordinator(a, b, log.fallback_ms)
-            elif op == START:
-                issued += len(coordinators[key].start())
-            elif op == FACT:
-                issued += len(coordinators[key].on_fact(a))
-            else:
-                assert op == OUTCOME
-                issued += len(coordinators[key].on_action_outcome(a, b))
-        except HandoffError:
-            errors += 1
+    for key, given in log.inputs:
+        if isinstance(given, NewHandoff):
+            coordinators[key] = HandoffCoordinator(given.handoff_id, given.order, log.fallback_ms)
+            continue
+        reply = reply_of(coordinators[key], given)  # the same Input the exploration gives
+        assert reply.crash is None, reply.crash
+        issued += len(reply.actions)
+        errors += reply.rejected
     assert issued == log.issued
     assert issued == sum(len(json.loads(reply).get("actions", ())) for reply in replies)
     assert errors == sum(1 for reply in replies if '"error"' in reply)

@@ -13,10 +13,12 @@ times never decrease, as replay requires (:mod:`handoff_fsm.io.clock`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TextIO
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, TextIO
 from uuid import UUID
 
 from handoff_fsm.errors import HandoffError
+from handoff_fsm.io.inputs import Input
 from handoff_fsm.io.replay import format_error, format_reply
 from handoff_fsm.io.wire import dumps, fact_to_wire, outcome_to_wire
 from handoff_fsm.model import (
@@ -139,11 +141,17 @@ class TraceWriter:
             self._replies.append(format_error(key, error, completion, complete))
 
 
-NEW, START, FACT, OUTCOME = range(4)
-"""Operation codes of :class:`InputLog` entries."""
+@dataclass(frozen=True, slots=True)
+class NewHandoff:
+    """A coordinator the driver created (a trace's ``new`` line): not an input to one."""
 
-LoggedInput = tuple[int, str, Any, Any]
-"""``(op, key, a, b)``: NEW (handoff id, order), START, FACT (fact), OUTCOME (id, outcome)."""
+    kind: ClassVar[str] = "new"
+    handoff_id: UUID
+    order: HandoffOrder
+
+
+LoggedInput = tuple[str, Input | NewHandoff]
+"""``(key, what)``: the coordinator named ``key`` was created, or given an :class:`Input`."""
 
 
 class InputLog:
@@ -166,16 +174,16 @@ class InputLog:
         revision: Revision = Revision.SEED,
     ) -> None:
         self.fallback_ms = fallback_ms
-        self.inputs.append((NEW, key, handoff_id, order))
+        self.inputs.append((key, NewHandoff(handoff_id, order)))
 
     def start(self, key: str) -> None:
-        self.inputs.append((START, key, None, None))
+        self.inputs.append((key, Input.START))
 
     def fact(self, key: str, fact: HandoffFact) -> None:
-        self.inputs.append((FACT, key, fact, None))
+        self.inputs.append((key, Input("fact", fact=fact)))
 
     def outcome(self, key: str, action_id: int, outcome: HandoffActionOutcome) -> None:
-        self.inputs.append((OUTCOME, key, action_id, outcome))
+        self.inputs.append((key, Input("outcome", action_id=action_id, outcome=outcome)))
 
     def reply(
         self,
