@@ -102,23 +102,23 @@ class HandoffEffects(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Rejection:
+class RejectionRule:
     """An input the chart turns down in some states: its error code and what to tell people."""
 
     code: HandoffErrorCode
     message: str
 
 
-REJECTIONS: Final[dict[str, Rejection]] = {
-    "reject_source_held_before_submit": Rejection(
+REJECTIONS: Final[dict[str, RejectionRule]] = {
+    "reject_source_held_before_submit": RejectionRule(
         HandoffErrorCode.SOURCE_HELD_BEFORE_SUBMIT,
         "source held before prefill submission was acknowledged",
     ),
-    "reject_destination_reserved_before_accept": Rejection(
+    "reject_destination_reserved_before_accept": RejectionRule(
         HandoffErrorCode.DESTINATION_RESERVED_BEFORE_ACCEPT,
         "destination reserved before ownership was accepted",
     ),
-    "reject_transfer_completed_before_scheduled": Rejection(
+    "reject_transfer_completed_before_scheduled": RejectionRule(
         HandoffErrorCode.TRANSFER_COMPLETED_BEFORE_SCHEDULED,
         "transfer completed before it was scheduled",
     ),
