@@ -1,7 +1,7 @@
 """Instructions per replayed line (or simulated handoff), counted by valgrind: noise cannot move it.
 
 Rule kept here: a count, not a time. On a shared VM the CPU time of the same run
-varies by ±30%, which hides a 10% change; the number of instructions a run
+varies by more than the changes worth measuring; the number of instructions a run
 executes does not vary. Each workload runs in a child process under
 ``valgrind --tool=callgrind`` on the first ``N`` and the first ``2N`` lines of the
 benchmark trace; the difference over ``N`` is the cost of one line, without
@@ -9,9 +9,12 @@ start-up, imports or the chart's one-time compilation. Instructions are not time
 (the interpreter's loop runs at a lower rate than ``json``'s C code), so this
 compares two versions of the library, not the library with the baseline.
 
-Usage: ``python benchmarks/instructions.py [--lines N] [--workload replay json simulate]``
-(needs ``valgrind``; about a minute per workload at the default N). ``simulate`` runs
-the simulate benchmark's configuration on N and 2N handoffs: instructions per handoff.
+Usage: ``python benchmarks/instructions.py [--lines N] [--workload replay json simulate
+coordinator handwritten]`` (needs ``valgrind``). ``simulate`` runs the simulate
+benchmark's configuration on N and 2N handoffs: instructions per handoff.
+``coordinator`` and ``handwritten`` run the ``make bench`` row "full handoff, source
+first" (:func:`bench_coordinator.success_source_first`, facts built in the loop) on N
+and 2N handoffs, for the library and for the hand-written yardstick.
 """
 
 from __future__ import annotations
@@ -27,8 +30,16 @@ from pathlib import Path
 import tracegen
 
 TRACE_LINES = 250_000
+BENCHMARKS = Path(__file__).resolve().parent
 _CHILD = """
 import itertools, json, sys
+if sys.argv[1] in ("coordinator", "handwritten"):  # make bench's "full handoff, source first"
+    sys.path.insert(0, BENCHMARKS)
+    import bench_coordinator, harness
+    sides = {"coordinator": bench_coordinator.LIBRARY, "handwritten": bench_coordinator.HANDWRITTEN}
+    ids = harness.handoff_ids(int(sys.argv[3]))
+    bench_coordinator.success_source_first(sides[sys.argv[1]], ids)
+    raise SystemExit
 if sys.argv[1] == "simulate":  # the simulate benchmark's run: vLLM, 64 at a time, no faults
     from handoff_fsm.simulate import SimulationConfig, simulate
     simulate(SimulationConfig(handoffs=int(sys.argv[3])))
@@ -42,9 +53,15 @@ if sys.argv[1] == "replay":
 else:
     for line in lines:
         json.dumps(json.loads(line.decode()), allow_nan=True)
-"""
-UNIT = {"replay": "line", "json": "line", "simulate": "handoff"}
-"""What N counts for each workload: trace lines, or simulated handoffs."""
+""".replace("BENCHMARKS", repr(str(BENCHMARKS)))
+UNIT = {
+    "replay": "line",
+    "json": "line",
+    "simulate": "handoff",
+    "coordinator": "handoff",
+    "handwritten": "handoff",
+}
+"""What N counts for each workload: trace lines, or (simulated or driven) handoffs."""
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 

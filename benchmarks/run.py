@@ -8,7 +8,9 @@ library cost over yardstick cost (lower is better); ``--check`` exits 1 naming
 each target that was missed or could not be measured. Timing is never asserted
 in the test suite: machines are noisy, so targets are checked here, on demand.
 
-Usage: ``python benchmarks/run.py [--quick] [--check]``.
+Usage: ``python benchmarks/run.py [--quick] [--check] [--only GROUP ...]``; ``--only``
+measures some groups of rows (``coordinator``, ``replay``, ``simulate``, ``explore``,
+``aio``, ``diff``) instead of all of them.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import bench_diff as behavioural_diff
 import bench_explore as exploration
 import bench_replay as replay
 import harness
+import own_objects
 
 import handoff_fsm as hf
 
@@ -200,6 +203,40 @@ TIMED_A976B2BF: tuple[tuple[str, coordinator.Workload, float | None, float | Non
 """The same workloads on the a976b2bf revision, against the same (seed) yardstick."""
 
 
+OWN_OBJECTS: tuple[tuple[str, harness.Timed], ...] = (
+    ("model_construct", lambda n: own_objects.model_construct(harness.handoff_ids(n))),
+    (
+        "writing pydantic's slots (not done by the library)",
+        lambda n: own_objects.slot_writes(harness.handoff_ids(n)),
+    ),
+)
+"""What the library's own objects of a handoff cost, against the other ways to build them."""
+
+
+def own_object_rows(profile: Profile) -> list[Row]:
+    """The coordinator's own objects per full handoff: public API against the alternatives."""
+    rows = []
+    for label, baseline in OWN_OBJECTS:
+        _progress(f"own objects, pydantic's validator vs {label}")
+        result = harness.compare(
+            lambda n: own_objects.library(harness.handoff_ids(n)),
+            baseline,
+            pairs=profile.pairs,
+            min_sample_s=profile.min_sample_s,
+        )
+        rows.append(
+            Row(
+                "a full handoff's own objects (6 actions, 6 issued), pydantic's validator "
+                f"vs {label}",
+                _us(result.library_median),
+                _us(result.baseline_median),
+                result.ratio,
+                spread=result.ratio_spread,
+            )
+        )
+    return rows
+
+
 def coordinator_rows(profile: Profile) -> list[Row]:
     rows = []
     runs = [(coordinator.LIBRARY, *row) for row in TIMED]
@@ -240,7 +277,7 @@ def coordinator_rows(profile: Profile) -> list[Row]:
                 MEMORY_TARGET,
             )
         )
-    return rows
+    return rows + own_object_rows(profile)
 
 
 def replay_rows(profile: Profile) -> list[Row]:
@@ -351,7 +388,8 @@ def aio_row(profile: Profile) -> Row:
 def diff_rows(profile: Profile) -> list[Row]:
     """``handoff-fsm diff`` as a user runs it; seed → a976b2bf against a CPU budget.
 
-    A quick run measures that one alone (the others take ten CPU seconds each).
+    A quick run measures that one alone (the others take much longer; their times are in
+    the full run's table).
     """
     rows = []
     budget = f"budget {behavioural_diff.BUDGET_S:g} s CPU"
@@ -372,6 +410,17 @@ def diff_rows(profile: Profile) -> list[Row]:
         shown = f"{cpu:.2f} s CPU ({wall:.2f} s wall)"
         rows.append(Row(case.label, shown, budget if target else "—", ratio, target))
     return rows
+
+
+GROUPS: dict[str, Callable[[Profile], Sequence[Row]]] = {
+    "coordinator": coordinator_rows,
+    "replay": replay_rows,
+    "simulate": lambda profile: [simulate_row(profile)],
+    "explore": lambda profile: [explore_row(profile)],
+    "aio": lambda profile: [aio_row(profile)],
+    "diff": diff_rows,
+}
+"""The table's groups of rows, in its order (``--only`` picks some)."""
 
 
 # ----------------------------------------------------------------------------- report
@@ -426,18 +475,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Benchmark the library against its yardsticks.")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--check", action="store_true", help="exit 1 if any target is missed")
+    parser.add_argument(
+        "--only", nargs="+", choices=list(GROUPS), default=list(GROUPS), help="groups of rows"
+    )
     args = parser.parse_args(argv)
     profile = QUICK if args.quick else FULL
     command = " ".join(["python benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
     start = time.perf_counter()
-    rows = [
-        *coordinator_rows(profile),
-        *replay_rows(profile),
-        simulate_row(profile),
-        explore_row(profile),
-        aio_row(profile),
-        *diff_rows(profile),
-    ]
+    rows = [row for group in GROUPS if group in args.only for row in GROUPS[group](profile)]
     print(report(rows, profile, command, time.perf_counter() - start))
     missed = [row for row in rows if row.missed]
     if args.check and missed:
