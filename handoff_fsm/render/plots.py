@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from handoff_fsm.model import HandoffCompletion
-from handoff_fsm.render import stamp
 from handoff_fsm.render.stamp import DATA_KEY
+from handoff_fsm.render.stamp import read_stamp as read_figure_stamp
+from handoff_fsm.render.stamp import stamp as stamp_figure
 from handoff_fsm.simulate.config import SimulationConfig
 from handoff_fsm.simulate.phases import (
     BINS_PER_DECADE,
@@ -144,7 +145,7 @@ def digest(plot: Plot) -> str:
 
 def read_stamp(svg_bytes: bytes) -> str | None:
     """The data digest an SVG drawn by :func:`svg` carries (``None``: unstamped)."""
-    return stamp.read_stamp("svg", svg_bytes, STAMP_KEY)
+    return read_figure_stamp("svg", svg_bytes, STAMP_KEY)
 
 
 # ---------------------------------------------------------------------- data (no matplotlib)
@@ -321,7 +322,7 @@ def svg(plot: Plot) -> bytes:
     out = io.BytesIO()
     with matplotlib.rc_context(dict(RC)):
         fig.savefig(out, format="svg", metadata=dict(SVG_METADATA))
-    return stamp.stamp("svg", out.getvalue(), digest(plot), STAMP_KEY)
+    return stamp_figure("svg", out.getvalue(), digest(plot), STAMP_KEY)
 
 
 def _plain_ms() -> Formatter:

@@ -30,7 +30,8 @@ VALIDATOR_CODES: Final[dict[str, tuple[HandoffErrorCode, ...]]] = {
     "validate_transfer_timing": (_C.INVALID_TRANSFER_BANDWIDTH, _C.INVALID_TRANSFER_DELAY),
     "validate_scheduled_delay": (_C.INVALID_TRANSFER_DELAY,),
 }
-"""The codes each non-rejecting validator of the chart may raise (``timing.py`` raises them)."""
+"""The codes each non-rejecting validator of the chart may raise (the timing checks of
+``model.py`` raise them)."""
 
 _DESCRIPTIONS: Final[dict[ErrorCode, str]] = {
     _C.FOREIGN_HANDOFF: "A fact carries another handoff's id (checked first, also after "

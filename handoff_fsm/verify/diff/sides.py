@@ -20,6 +20,7 @@ Nothing is left behind: temporary directories and processes end with the diff.
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import os
@@ -38,7 +39,6 @@ from typing import IO, Any, Final, Protocol
 from handoff_fsm.coordinator import ENGINES, Engine
 from handoff_fsm.errors import handoff_error, quoted
 from handoff_fsm.model import Revision
-from handoff_fsm.verify.diff import driver
 from handoff_fsm.verify.diff.driver import SideDriver
 from handoff_fsm.verify.diff.errors import DiffErrorCode
 
@@ -150,7 +150,7 @@ class InProcessSide:
         self._pending.clear()
 
 
-_DRIVER_SOURCE: Final = Path(driver.__file__).read_text(encoding="utf-8")
+_DRIVER_SOURCE: Final = Path(inspect.getfile(SideDriver)).read_text(encoding="utf-8")
 
 
 class SubprocessSide:
