@@ -6,7 +6,7 @@ checked in the same order, one error code per reason.
 
 from __future__ import annotations
 
-from handoff_fsm.errors import HandoffErrorCode, handoff_error, quoted
+from handoff_fsm.errors import HandoffErrorCode, handoff_error
 from handoff_fsm.model import (
     BACKEND_ORDERS,
     U64,
@@ -16,6 +16,7 @@ from handoff_fsm.model import (
     NormalizedStoredTiming,
     Revision,
     _Value,
+    checked_member,
     checked_revision,
 )
 
@@ -48,18 +49,7 @@ def expected_normalized_handoff(order: HandoffOrder) -> tuple[NormalizedHandoffE
 def checked_backend(value: object) -> Backend:
     """``value`` as a :class:`Backend` (its member or value); anything else is
     ``unsupported_backend``, naming the backends there are."""
-    if type(value) is Backend:
-        return value
-    backend = _BACKENDS.get(value) if isinstance(value, str) else None
-    if backend is None:
-        raise handoff_error(
-            HandoffErrorCode.UNSUPPORTED_BACKEND,
-            f"unknown backend {quoted(value)}: expected one of {', '.join(_BACKENDS)}",
-        )
-    return backend
-
-
-_BACKENDS: dict[str, Backend] = {backend.value: backend for backend in Backend}
+    return checked_member(Backend, value, HandoffErrorCode.UNSUPPORTED_BACKEND, "backend")
 
 
 def expected_order(engine_type: Backend, revision: Revision = Revision.SEED) -> HandoffOrder:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 from uuid import UUID
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from handoff_fsm.chart import FACT_EVENTS, START, HandoffChart
 from handoff_fsm.consistency import Shape, reachable_shapes, same_float
@@ -27,15 +27,16 @@ from handoff_fsm.engines.statechart import LiveChartState, live_state
 from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
 from handoff_fsm.journal import ActionJournal
 from handoff_fsm.model import (
+    ORDERS,
     HandoffActionOutcome,
     HandoffCompletion,
     HandoffFact,
-    HandoffId,
     HandoffOrder,
     IssuedHandoffAction,
     Revision,
     StartTransfer,
     checked_revision,
+    read_handoff_id,
     validate_transfer_delay_ms,
     validate_transfer_timing,
 )
@@ -46,7 +47,6 @@ Engine = Literal["compiled", "statechart"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)
 
 _FACT_EVENT: dict[type, str] = dict(FACT_EVENTS)
-_ORDERS = {order.value: order for order in HandoffOrder}
 
 
 class HandoffCoordinator:
@@ -286,14 +286,10 @@ def _unpickle(snapshot_json: str, engine: Engine) -> HandoffCoordinator:
 # ---------------------------------------------------------------------- construction
 
 
-_HANDOFF_ID = TypeAdapter(HandoffId).validator.validate_python
-"""The one reading of a handoff id string: the one every fact's ``handoff_id`` gets."""
-
-
 def _checked_handoff_id(value: object) -> UUID:
     if isinstance(value, str):
         try:
-            handoff_id: UUID = _HANDOFF_ID(value)
+            handoff_id: UUID = read_handoff_id(value)
             return handoff_id
         except ValidationError:
             pass
@@ -304,12 +300,12 @@ def _checked_handoff_id(value: object) -> UUID:
 
 
 def _checked_order(value: object, handoff_id: UUID) -> HandoffOrder:
-    order = _ORDERS.get(value) if isinstance(value, str) else None
+    order = ORDERS.get(value) if isinstance(value, str) else None
     if order is None:
         raise handoff_error(
             HandoffErrorCode.INVALID_ORDER,
             f"invalid handoff order {quoted(value)}: expected one of "
-            f"{', '.join(_ORDERS)} (or a HandoffOrder)",
+            f"{', '.join(ORDERS)} (or a HandoffOrder)",
             handoff_id=handoff_id,
         )
     return order

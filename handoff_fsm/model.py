@@ -28,7 +28,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Final, NewType, Self
+from functools import cache
+from typing import Annotated, Any, ClassVar, Final, NewType, Self, TypeVar
 from uuid import UUID
 
 from pydantic import (
@@ -58,6 +59,9 @@ F64 = Annotated[float, Field(strict=True)]
 
 HandoffId = UUID
 """A handoff is named by a UUID allocated by the caller."""
+read_handoff_id: Final = TypeAdapter(HandoffId).validator.validate_python
+"""The one reading of a handoff id (a ``UUID`` or its string form): the one every fact's
+``handoff_id`` field gets, also for a coordinator's id and a trace's."""
 
 HandoffActionId = NewType("HandoffActionId", int)
 """Journal id of an issued action: per coordinator, from 0, strictly increasing."""
@@ -83,22 +87,47 @@ class Revision(StrEnum):
     A976B2BF = "a976b2bf"
 
 
+_Member = TypeVar("_Member", bound=StrEnum)
+
+
+def checked_member(
+    kind: type[_Member],
+    value: object,
+    code: HandoffErrorCode,
+    what: str,
+    handoff_id: UUID | None = None,
+) -> _Member:
+    """``value`` as a member of ``kind`` (the member, or its value exactly); anything else
+    is ``code``, quoting ``value`` and naming the values there are."""
+    if type(value) is kind:
+        return value
+    names: dict[str, _Member] = _members_by_value(kind)
+    member = names.get(value) if isinstance(value, str) else None
+    if member is None:
+        raise handoff_error(
+            code,
+            f"invalid {what} {quoted(value)}: expected one of {', '.join(names)}",
+            handoff_id=handoff_id,
+        )
+    return member
+
+
+@cache
+def _members_by_value(kind: type[StrEnum]) -> dict[str, Any]:
+    return {member.value: member for member in kind}
+
+
 def checked_revision(value: object, handoff_id: UUID | None = None) -> Revision:
     """``value`` as a :class:`Revision`; anything else is ``invalid_revision``."""
     if type(value) is Revision:
         return value
-    revision = _REVISIONS.get(value) if isinstance(value, str) else None
-    if revision is None:
-        shown = repr(value) if len(repr(value)) <= 80 else f"{repr(value)[:77]}..."
-        raise handoff_error(
-            HandoffErrorCode.INVALID_REVISION,
-            f"invalid protocol revision {shown}: expected one of {', '.join(_REVISIONS)}",
-            handoff_id=handoff_id,
-        )
-    return revision
+    return checked_member(
+        Revision, value, HandoffErrorCode.INVALID_REVISION, "protocol revision", handoff_id
+    )
 
 
-_REVISIONS: dict[str, Revision] = {revision.value: revision for revision in Revision}
+ORDERS: Final[dict[str, HandoffOrder]] = {order.value: order for order in HandoffOrder}
+"""Each order by its wire name (``SourceFirst``): the one table every reader of an order uses."""
 
 
 class TransferTimingMode(StrEnum):
@@ -511,7 +540,8 @@ ACTION_TYPES: tuple[type[_Action], ...] = (
     Complete,
 )
 
-_ACTIONS_BY_NAME: dict[str, type[_Action]] = {cls.__name__: cls for cls in ACTION_TYPES}
+ACTIONS_BY_NAME: Final[dict[str, type[_Action]]] = {cls.__name__: cls for cls in ACTION_TYPES}
+"""Each action type by its name, the wire form's variant tag (``StartTransfer``)."""
 
 
 _EXACT_ACTION_TYPES: Final = frozenset(ACTION_TYPES)
@@ -524,7 +554,7 @@ def _validated_action(value: Any) -> Any:
     if not isinstance(value, dict):
         raise PydanticKnownError("is_instance_of", {"class": "HandoffAction"})
     name = next(iter(value)) if len(value) == 1 else None
-    variant = _ACTIONS_BY_NAME.get(name) if isinstance(name, str) else None
+    variant = ACTIONS_BY_NAME.get(name) if isinstance(name, str) else None
     if variant is None:
         raise ValueError(
             'an action is tagged with its variant, e.g. {"StartTransfer": {...}}; '

@@ -13,12 +13,12 @@ from collections.abc import Generator
 
 import pytest
 
-from handoff_fsm import Engine
+from handoff_fsm.coordinator import ENGINES, Engine
 from tests import requirements
 
 pytest_plugins = ("pytester",)
 
-ENGINES: tuple[Engine, ...] = ("compiled", "statechart")
+__all__ = ["ENGINES"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

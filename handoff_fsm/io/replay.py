@@ -46,6 +46,7 @@ from handoff_fsm.io.wire import (
     u64_from_wire,
 )
 from handoff_fsm.model import (
+    ORDERS,
     HandoffActionOutcome,
     HandoffCompletion,
     HandoffFact,
@@ -56,7 +57,6 @@ from handoff_fsm.model import (
     checked_revision,
 )
 
-_ORDERS = {order.value: order for order in HandoffOrder}
 CoordinatorFactory = Callable[..., HandoffCoordinator]
 """Builds a coordinator for a trace's ``new`` line (another implementation can be replayed).
 
@@ -257,7 +257,7 @@ class TraceReplayer:
     def _read_new(self, op: dict[str, Any]) -> tuple[UUID, HandoffOrder, float, Revision]:
         """The values of a ``new`` line: handoff id, order, fallback and revision."""
         handoff_id = handoff_id_from_wire(op["handoff_id"])
-        order = _ORDERS.get(op["order"]) if isinstance(op["order"], str) else None
+        order = ORDERS.get(op["order"]) if isinstance(op["order"], str) else None
         if order is None:
             raise _invalid(
                 f'"order" must be "SourceFirst" or "DestinationFirst", got {quoted(op["order"])}'

@@ -30,7 +30,7 @@ from handoff_fsm.errors import HandoffError, handoff_error, quoted
 from handoff_fsm.io.errors import TraceErrorCode
 from handoff_fsm.io.jsontext import dumps, loads
 from handoff_fsm.model import (
-    ACTION_TYPES,
+    ACTIONS_BY_NAME,
     F64,
     FACT_TYPES,
     U64,
@@ -39,12 +39,12 @@ from handoff_fsm.model import (
     HandoffAction,
     HandoffActionOutcome,
     HandoffFact,
-    HandoffId,
     HandoffTransferTiming,
     IssuedHandoffAction,
     OutcomeKind,
     SourceHeld,
     StartTransfer,
+    read_handoff_id,
 )
 
 __all__ = [
@@ -66,7 +66,6 @@ __all__ = [
 ]
 
 _FACTS_BY_NAME: dict[str, type[Any]] = {cls.__name__: cls for cls in FACT_TYPES}
-_ACTIONS_BY_NAME: dict[str, type[Any]] = {cls.__name__: cls for cls in ACTION_TYPES}
 _UNIT_OUTCOMES: dict[str, HandoffActionOutcome] = {
     outcome.kind.value: outcome
     for outcome in (
@@ -118,7 +117,6 @@ def _location(part: str | int) -> str:
 
 # ----------------------------------------------------------------------- scalars
 
-_HANDOFF_ID = TypeAdapter(HandoffId).validator.validate_python
 _U64 = TypeAdapter(U64).validator.validate_python
 _F64 = TypeAdapter(F64).validator.validate_python
 
@@ -126,7 +124,7 @@ _F64 = TypeAdapter(F64).validator.validate_python
 def handoff_id_from_wire(value: Any, what: str = "handoff_id") -> UUID:
     """A handoff id, read exactly as every fact's ``handoff_id`` field reads it."""
     try:
-        handoff_id: UUID = _HANDOFF_ID(value)
+        handoff_id: UUID = read_handoff_id(value)
     except ValidationError as error:
         raise _wire_error(f"{what} is not a UUID ({_reason(error)}): {quoted(value)}") from None
     return handoff_id
@@ -220,7 +218,7 @@ def action_to_wire(action: HandoffAction) -> dict[str, Any]:
 
 
 def action_from_wire(obj: Any) -> HandoffAction:
-    action: HandoffAction = _variant_from_wire(obj, "action", _ACTIONS_BY_NAME)
+    action: HandoffAction = _variant_from_wire(obj, "action", ACTIONS_BY_NAME)
     return action
 
 
