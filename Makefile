@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install graphviz check test docs diagrams figures bench bench-check clean
+.PHONY: install graphviz chromium check test docs diagrams figures bench bench-check clean
 
 install: $(VENV)/.installed
 
@@ -22,17 +22,26 @@ graphviz:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz >/dev/null; }
 
+# Debian's chromium is the browser the inspector page's tests drive (Playwright, with
+# executable_path; never `playwright install`); install it only where it is missing.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "chromium not found: installing Debian chromium"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
 check: install
 	$(BIN)/ruff check handoff_fsm tests benchmarks examples tools/docs
 	$(BIN)/ruff format --check handoff_fsm tests benchmarks examples tools/docs
 	$(BIN)/mypy
 
 # The Mermaid files are validated by Mermaid's own parser (tools/mermaid-check, npm).
-# Plain `pytest` skips a test whose tool (cargo, node, dot) is missing; here every
-# skip is a failure (HANDOFF_FSM_REQUIRE_ALL, tests/requirements.py).
-test: install graphviz check
+# Plain `pytest` skips a test whose tool (cargo, node, dot, chromium) is missing; here every
+# skip is a failure (HANDOFF_FSM_REQUIRE_ALL, tests/requirements.py). One pytest worker
+# per core (pytest-xdist): every test runs in its own temporary folder.
+test: install graphviz chromium check
 	tools/mermaid-check/install.sh
-	HANDOFF_FSM_REQUIRE_ALL=1 $(BIN)/pytest
+	HANDOFF_FSM_REQUIRE_ALL=1 $(BIN)/pytest -n auto
 	$(MKDOCS_BUILD)
 
 # The docs site (mkdocs.yml) into site/; --strict fails on a broken link or reference,

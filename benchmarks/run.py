@@ -2,7 +2,8 @@
 
 Rule kept here: this script only orchestrates and reports; the measuring lives
 in :mod:`harness`, :mod:`bench_coordinator`, :mod:`bench_replay`,
-:mod:`bench_simulate`, :mod:`bench_explore` and :mod:`bench_diff`, and every
+:mod:`bench_simulate`, :mod:`bench_explore`, :mod:`bench_system` and
+:mod:`bench_diff`, and every
 number in the table was measured in this run, on this machine. A ratio is
 library cost over yardstick cost (lower is better); ``--check`` exits 1 naming
 each target that was missed or could not be measured. Timing is never asserted
@@ -10,7 +11,7 @@ in the test suite: machines are noisy, so targets are checked here, on demand.
 
 Usage: ``python benchmarks/run.py [--quick] [--check] [--only GROUP ...]``; ``--only``
 measures some groups of rows (``coordinator``, ``replay``, ``simulate``, ``explore``,
-``aio``, ``diff``) instead of all of them.
+``system``, ``aio``, ``diff``) instead of all of them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import bench_coordinator as coordinator
 import bench_diff as behavioural_diff
 import bench_explore as exploration
 import bench_replay as replay
+import bench_system as system_check
 import harness
 import own_objects
 
@@ -368,6 +370,27 @@ def explore_row(profile: Profile) -> Row:
     return Row(label, f"{seconds:.2f} s CPU", budget, seconds / exploration.BUDGET_S, 1.0)
 
 
+def system_rows(profile: Profile) -> list[Row]:
+    """``handoff-fsm check --system`` for both revisions, against its CPU budgets; the
+    rate is world states per CPU second. A quick run measures a small world only."""
+    cases = [system_check.SMOKE] if profile is QUICK else list(system_check.BUDGETS)
+    rows = []
+    for case in cases:
+        _progress(case.label)
+        target = None if case.budget_s is None else 1.0
+        budget = "—" if case.budget_s is None else f"budget {case.budget_s:g} s CPU"
+        try:
+            states, cpu = system_check.measure(case)
+        except Exception as error:  # report it in the table, keep the other results
+            failure = f"{type(error).__name__}: {error}"
+            rows.append(Row(case.label, "—", budget, None, target, failure=failure))
+            continue
+        shown = f"{cpu:.2f} s CPU, {states / cpu:,.0f} world states/s ({states:,} states)"
+        ratio = None if case.budget_s is None else cpu / case.budget_s
+        rows.append(Row(case.label, shown, budget, ratio, target))
+    return rows
+
+
 def aio_row(profile: Profile) -> Row:
     _progress(f"asyncio sessions, {AIO_CONCURRENCY:,} concurrent")
     figures = aio.measure(profile.aio_handoffs, AIO_CONCURRENCY, pairs=profile.aio_pairs)
@@ -417,6 +440,7 @@ GROUPS: dict[str, Callable[[Profile], Sequence[Row]]] = {
     "replay": replay_rows,
     "simulate": lambda profile: [simulate_row(profile)],
     "explore": lambda profile: [explore_row(profile)],
+    "system": system_rows,
     "aio": lambda profile: [aio_row(profile)],
     "diff": diff_rows,
 }

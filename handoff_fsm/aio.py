@@ -8,6 +8,18 @@ its own task, sets the timers they ask for with ``loop.call_at``, and feeds
 back what happens. It owns every task and timer it creates, and when
 :meth:`HandoffSession.run` returns (or raises) none of them is left.
 
+Every send that ends is an acknowledgement or a lost one: an exception from
+``perform``, a ``CancelledError`` the session did not cause (told apart by the send
+task's ``cancelling()``), and an answer that is not an outcome (also an executor error,
+logged) all lose that send's acknowledgement, which the policy's bounded rules then
+handle. So an executor that fails never makes :meth:`HandoffSession.run` wait for ever;
+only a send that never ends is waited for, as long as the acknowledgement timeout allows.
+
+Time is the loop's: ``loop.time()``, except for an expired timer. asyncio runs a
+``call_at`` callback once ``time()`` plus the clock's resolution reaches its time, so it
+may run marginally early, and the policy refuses a timer expired before it is due: the
+session passes ``max(loop.time(), timer.when)``, the loop's own judgement that it is due.
+
 Imported on its own (``from handoff_fsm.aio import HandoffSession``):
 ``import handoff_fsm`` does not load it.
 """
@@ -15,11 +27,12 @@ Imported on its own (``from handoff_fsm.aio import HandoffSession``):
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from functools import partial
 from typing import Literal, Protocol
 
-from handoff_fsm.errors import HandoffErrorCode, handoff_error
+from handoff_fsm.errors import HandoffErrorCode, handoff_error, quoted
 from handoff_fsm.model import (
     FACT_TYPES,
     Canceled,
@@ -41,14 +54,28 @@ _COORDINATOR = Owner.COORDINATOR
 class ActionExecutor(Protocol):
     """Performs actions on the workers: sends the request and returns its acknowledgement.
 
-    ``perform`` is called once per send, concurrently with other actions, and
-    must let ``asyncio.CancelledError`` propagate (the session cancels a send whose
-    acknowledgement timed out, and every send still running when it ends). An
-    exception means the acknowledgement is lost. Dispatch on ``issued.action.owner``;
-    ``issued.action.expected_outcomes[0]`` is the ordinary acknowledgement.
+    ``perform`` is a coroutine function (``async def``; anything else is refused when
+    the session is made), called once per send, concurrently with other actions. It
+    must let the session's ``asyncio.CancelledError`` propagate (the session cancels a
+    send whose acknowledgement timed out, and every send still running when it ends).
+    An exception, including a ``CancelledError`` the session did not cause (a dropped
+    connection's cancelled future), means the acknowledgement is lost; so does an
+    answer that is not a ``HandoffActionOutcome``, which is also an executor error
+    (logged at error level, in :attr:`SessionResult.executor_errors
+    <handoff_fsm.policy.SessionResult.executor_errors>`). Dispatch on
+    ``issued.action.owner``; ``issued.action.expected_outcomes[0]`` is the ordinary
+    acknowledgement.
     """
 
     async def perform(self, issued: IssuedHandoffAction) -> HandoffActionOutcome: ...
+
+
+def _is_coroutine_function(perform: object) -> bool:
+    """``perform`` (callable) is an ``async def`` function or method, a partial of one,
+    or an object whose class's ``__call__`` is one."""
+    return inspect.iscoroutinefunction(perform) or inspect.iscoroutinefunction(
+        type(perform).__call__
+    )
 
 
 class HandoffSession:
@@ -90,11 +117,18 @@ class HandoffSession:
             ack_timeout=ack_timeout_s,
             cleanup_retries=cancel_retries,
         )
-        if not callable(getattr(executor, "perform", None)):
+        perform = getattr(executor, "perform", None)
+        if not callable(perform):
             raise handoff_error(
                 HandoffErrorCode.INVALID_SESSION_OPTION,
                 f"executor must have an async perform(issued) method, got "
                 f"{type(executor).__name__}",
+            )
+        if not _is_coroutine_function(perform):  # run() would await what it returns
+            raise handoff_error(
+                HandoffErrorCode.INVALID_SESSION_OPTION,
+                "executor.perform must be a coroutine function (async def), got "
+                f"{type(executor).__name__}'s, a {type(perform).__name__}",
             )
         self._executor = executor
         self._phase: Literal["new", "running", "ended"] = "new"
@@ -246,7 +280,13 @@ class HandoffSession:
         try:
             outcome = await self._executor.perform(issued)
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the session stopped this send (a timeout, or run() ending)
+            # Nobody cancelled this task: the executor let a CancelledError of its own
+            # escape (say a dropped connection's cancelled future). Lost, like any error.
+            reason = "perform raised CancelledError (the session did not cancel it)"
+            step = policy.lost(issued.id, reason, loop.time(), send=send)
         except Exception as error:
             reason = f"perform raised {type(error).__name__}: {error}"
             step = policy.lost(issued.id, reason, loop.time(), send=send)
@@ -254,8 +294,17 @@ class HandoffSession:
             if type(outcome) is HandoffActionOutcome:
                 step = policy.outcome(issued.id, outcome, loop.time())
             else:
-                reason = f"perform returned {outcome!r}, not a HandoffActionOutcome"
-                step = policy.lost(issued.id, reason, loop.time(), send=send)
+                reason = f"perform returned {quoted(outcome)}, not a HandoffActionOutcome"
+                _log.error(
+                    "handoff %s: the executor broke its contract on %s (action %d, send %d): "
+                    "%s; its acknowledgement counts as lost",
+                    policy.coordinator.handoff_id,
+                    type(issued.action).__name__,
+                    issued.id,
+                    send,
+                    reason,
+                )
+                step = policy.executor_error(issued, reason, loop.time(), send=send)
         self._apply(step)
 
     def _sent(self, key: tuple[int, int], task: asyncio.Task[None]) -> None:
@@ -274,7 +323,8 @@ class HandoffSession:
                     late.cancel()  # that send's acknowledgement is lost: stop waiting for it
             loop = self._loop
             assert loop is not None
-            self._apply(self._policy.expire(timer, loop.time()))
+            # Possibly marginally early (see the module's docstring): due by the loop's clock.
+            self._apply(self._policy.expire(timer, max(loop.time(), timer.when)))
         except Exception as error:
             self._stop_on(error)
 

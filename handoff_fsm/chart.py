@@ -50,6 +50,7 @@ from typing import Any, Final, Protocol
 from statemachine import State, StateChart
 from statemachine.orderedset import OrderedSet
 
+from handoff_fsm.display import draw
 from handoff_fsm.errors import HandoffErrorCode
 from handoff_fsm.model import (
     ActivateDestination,
@@ -346,6 +347,22 @@ class HandoffChart(StateChart[Any]):
         self.source_engaged = fields.source_engaged
         self.destination_engaged = fields.destination_engaged
         self.completion = fields.completion
+
+    # -- in a notebook -------------------------------------------------------------
+    def _repr_svg_(self) -> str | None:
+        """Jupyter's picture: the revision's chart with the live active states marked.
+
+        Replaces the framework's own drawing, which needs pydot (not a dependency here).
+        Drawn by the drawing :mod:`handoff_fsm.display` holds (``import
+        handoff_fsm.render.notebook`` installs it); ``None``, no picture, until then.
+        """
+        active = tuple(state.id for state in self.configuration if state.is_atomic)
+        return draw(self.revision, active)
+
+    def _repr_html_(self) -> str | None:
+        """No HTML (``None``): the framework's wraps its pydot drawing; the SVG above is the
+        picture."""
+        return None
 
 
 REVISION_GUARDS: Final[dict[str, frozenset[Revision]]] = {

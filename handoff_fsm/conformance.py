@@ -6,7 +6,7 @@ checked in the same order, one error code per reason.
 
 from __future__ import annotations
 
-from handoff_fsm.errors import HandoffErrorCode, handoff_error
+from handoff_fsm.errors import HandoffErrorCode, handoff_error, listed
 from handoff_fsm.model import (
     BACKEND_ORDERS,
     U64,
@@ -100,8 +100,8 @@ class NormalizedHandoffConformance(_Value):
             raise handoff_error(
                 HandoffErrorCode.CONFORMANCE_LIFECYCLE_MISMATCH,
                 "normalized handoff lifecycle mismatch: got "
-                f"[{', '.join(e.value for e in self.lifecycle)}], expected "
-                f"[{', '.join(e.value for e in expected_normalized_handoff(self.order))}]",
+                f"[{listed(self.lifecycle)}] ({len(self.lifecycle):,} events), expected "
+                f"[{listed(expected_normalized_handoff(self.order))}]",
             )
         if (
             self.source_output_tokens != 1

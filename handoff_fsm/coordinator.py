@@ -20,14 +20,17 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
+from handoff_fsm.admission import PAYLOAD_FACTS, admitted_fact, admitted_outcome
 from handoff_fsm.chart import FACT_EVENTS, START, HandoffChart
 from handoff_fsm.consistency import Shape, reachable_shapes, same_float
+from handoff_fsm.display import draw
 from handoff_fsm.engines.compiled import ChartState, CompiledChart, compiled_chart
 from handoff_fsm.engines.statechart import LiveChartState, live_state
-from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, quoted
+from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, listed, quoted
 from handoff_fsm.journal import ActionJournal
 from handoff_fsm.model import (
     ORDERS,
+    OUTCOME_PREFERENCE,
     HandoffActionOutcome,
     HandoffCompletion,
     HandoffFact,
@@ -47,6 +50,16 @@ Engine = Literal["compiled", "statechart"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)
 
 _FACT_EVENT: dict[type, str] = dict(FACT_EVENTS)
+
+_PAYLOAD_EVENTS: frozenset[str] = frozenset(FACT_EVENTS[kind] for kind in PAYLOAD_FACTS)
+"""The events of the facts whose payload a coordinator keeps (the others carry only the
+handoff id, compared above): only these are looked at by :func:`admitted_fact`."""
+
+_SHARED_OUTCOMES: frozenset[int] = frozenset(
+    id(getattr(HandoffActionOutcome, kind.name)) for kind in OUTCOME_PREFERENCE
+)
+"""The outcome constants (``HandoffActionOutcome.APPLIED`` ...), by identity: validated
+once, shared by every caller, admitted without a look."""
 
 
 class HandoffCoordinator:
@@ -114,7 +127,10 @@ class HandoffCoordinator:
         """The live python-statemachine chart with ``engine="statechart"`` (``None`` otherwise).
 
         For debugging: attach listeners (``chart.add_listener``) or draw the live
-        configuration. Sending it events directly bypasses the coordinator's checks.
+        configuration. Sending it events directly bypasses the coordinator's checks. A
+        listener that raises undoes the step it interrupted; when that step had reached
+        the final state the chart is a new instance afterwards (same listeners), so read
+        this property again rather than keeping the chart.
         """
         state = self._run.state
         return state.chart if isinstance(state, LiveChartState) else None
@@ -164,7 +180,12 @@ class HandoffCoordinator:
         return step(run, None) if step is not None else []
 
     def on_fact(self, fact: HandoffFact) -> list[IssuedHandoffAction]:
-        """Apply a fact; returns the actions it causes (possibly none)."""
+        """Apply a fact; returns the actions it causes (possibly none).
+
+        A fact whose fields skipped validation (``model_construct``,
+        ``model_copy(update=...)``) is judged by its class's validator first: a
+        ``ValidationError`` then, with nothing changed (see :mod:`handoff_fsm.admission`).
+        """
         event = _FACT_EVENT.get(type(fact))
         if event is None:
             raise TypeError(
@@ -172,24 +193,31 @@ class HandoffCoordinator:
                 f"TransferCompleted, Failed, TimedOut, Canceled), not {type(fact).__name__}"
             )
         run = self._run
-        handoff_id = fact.handoff_id
+        handoff_id = fact.__dict__.get("handoff_id")
         if handoff_id is not run.handoff_id and handoff_id != run.handoff_id:
             raise run.error(
                 HandoffErrorCode.FOREIGN_HANDOFF,
                 f"fact belongs to a different handoff: {type(fact).__name__} for "
-                f"{handoff_id}, this coordinator is {run.handoff_id}",
+                f"{quoted(handoff_id)}, this coordinator is {run.handoff_id}",
             )
+        if event in _PAYLOAD_EVENTS:
+            fact = admitted_fact(fact)
         step = run.state.steps.get(event)
         return step(run, fact) if step is not None else []
 
     def on_action_outcome(
         self, action_id: int, outcome: HandoffActionOutcome
     ) -> list[IssuedHandoffAction]:
-        """Apply the outcome of an issued action; duplicates are no-ops, contradictions errors."""
+        """Apply the outcome of an issued action; duplicates are no-ops, contradictions errors.
+
+        An outcome whose fields skipped validation is judged as :meth:`on_fact` judges a fact.
+        """
         if type(action_id) is not int:
             raise TypeError(f"action_id must be an int, not {type(action_id).__name__}")
         if type(outcome) is not HandoffActionOutcome:
             raise TypeError(f"outcome must be a HandoffActionOutcome, not {type(outcome).__name__}")
+        if id(outcome) not in _SHARED_OUTCOMES:
+            outcome = admitted_outcome(outcome)
         run = self._run
         state = run.state
         if state.is_complete:
@@ -201,7 +229,15 @@ class HandoffCoordinator:
         if event is None:
             return []  # an exact duplicate
         step = state.steps.get(event)
-        return step(run, None) if step is not None else []
+        if step is None:
+            return []
+        try:
+            return step(run, None)
+        except BaseException:
+            # Only the interpreted engine's step can raise here (a listener did), and it
+            # took back its own changes; the outcome recorded above goes with them.
+            del run.journal.outcomes[action_id]
+            raise
 
     # ------------------------------------------------------------------ snapshots
 
@@ -277,6 +313,12 @@ class HandoffCoordinator:
             f"HandoffCoordinator({self.handoff_id}, {self.order.value}, {self.revision.value}, "
             f"state={list(self.state)}, completion={self.completion})"
         )
+
+    def _repr_svg_(self) -> str | None:
+        """Jupyter's picture: the revision's chart with :attr:`state` marked, drawn by the
+        drawing :mod:`handoff_fsm.display` holds (``import handoff_fsm.render.notebook``
+        installs it); ``None``, no picture, until then."""
+        return draw(self.revision, self.state)
 
 
 def _unpickle(snapshot_json: str, engine: Engine) -> HandoffCoordinator:
@@ -380,7 +422,16 @@ def _revalidated(snapshot: HandoffSnapshot | str | bytes | Mapping[str, Any]) ->
                 warnings.simplefilter("ignore")
                 snapshot = snapshot.model_dump(mode="python", round_trip=True)
         return HandoffSnapshot.model_validate(snapshot)
-    except (ValidationError, ValueError, TypeError, AttributeError, RecursionError) as error:
+    except ValidationError as error:
+        # The first error by where it is and what is wrong; never the input itself.
+        first = error.errors(include_url=False, include_input=False)[0]
+        where = ".".join(
+            part if isinstance(part, str) else quoted(part, 40) for part in first["loc"]
+        )
+        more = error.error_count() - 1
+        reason = f"{where[:120] or 'snapshot'}: {first['msg'][:200]}"
+        raise _invalid(None, reason + (f" (and {more:,} more)" if more else "")) from None
+    except (ValueError, TypeError, AttributeError, RecursionError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise _invalid(None, quoted(message, 200)) from None
 
@@ -394,7 +445,8 @@ def _checked_run(snapshot: HandoffSnapshot) -> tuple[HandoffRun, ChartState]:
     chart_state = compiled.lookup(snapshot.state, snapshot.chart_fields())
     if chart_state is None or chart_state.order is not snapshot.order:
         raise _invalid(
-            snapshot, f"{list(snapshot.state)} with {snapshot.chart_fields()} is not a chart state"
+            snapshot,
+            f"[{listed(snapshot.state)}] with {snapshot.chart_fields()} is not a chart state",
         )
     issued = {entry.id: entry for entry in snapshot.issued}
     outcomes = {record.action_id: record.outcome for record in snapshot.outcomes}
@@ -402,7 +454,8 @@ def _checked_run(snapshot: HandoffSnapshot) -> tuple[HandoffRun, ChartState]:
         raise _invalid(snapshot, "an action id appears twice")
     if not set(outcomes) <= set(issued):
         raise _invalid(
-            snapshot, f"outcomes for actions never issued: {set(outcomes) - set(issued)}"
+            snapshot,
+            f"outcomes for actions never issued: {listed(sorted(set(outcomes) - set(issued)))}",
         )
     shape = Shape(
         chart_state=chart_state.index,

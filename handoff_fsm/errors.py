@@ -19,6 +19,7 @@ its subclass where it lives and registers them here (:func:`register_codes`), so
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -184,8 +185,24 @@ def register_codes(codes: type[StrEnum], family: type[HandoffError]) -> None:
 
 
 def error_codes() -> tuple[ErrorCode, ...]:
-    """Every code known so far, the protocol's first, then each layer's as registered."""
-    return tuple(_BY_VALUE.values())
+    """Every code known so far: the protocol's first, then each layer's by the layer's
+    module name, each in its declaration order.
+
+    Not in registration order: that is the order the layers happened to be imported in,
+    and a table written from this list must not change with it."""
+    codes = list(_BY_VALUE.values())
+    position = {code: index for index, code in enumerate(codes)}
+    return tuple(
+        sorted(
+            codes,
+            key=lambda code: (
+                type(code) is not HandoffErrorCode,
+                type(code).__module__,
+                type(code).__qualname__,
+                position[code],
+            ),
+        )
+    )
 
 
 def error_code(value: str) -> ErrorCode | None:
@@ -236,3 +253,25 @@ def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
     """
     text = _REPR.repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+LIST_LIMIT = 8
+"""Most items a message lists before it says how many more there are."""
+
+
+def listed(items: Sequence[object], limit: int = LIST_LIMIT) -> str:
+    """``a, b, c`` for an error message: the first ``limit`` items and how many more.
+
+    For a list that comes from the input (a lifecycle, ids): its length must not set
+    the message's. Each item is shown by ``str`` (an enum member by its value), bounded
+    as :func:`quoted` bounds a value.
+    """
+    shown = [_shown(item) for item in items[:limit]]
+    rest = len(items) - len(shown)
+    return ", ".join(shown) + (f", ... ({rest:,} more)" if rest > 0 else "")
+
+
+def _shown(item: object) -> str:
+    if isinstance(item, StrEnum):
+        item = item.value
+    return item if isinstance(item, str) and len(item) <= QUOTE_LIMIT else quoted(item)

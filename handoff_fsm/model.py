@@ -26,7 +26,7 @@ event an acknowledgement becomes, whether a failure starts cleanup), and
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from functools import cache
 from typing import Annotated, Any, ClassVar, Final, NewType, Self, TypeVar
@@ -88,6 +88,7 @@ class Revision(StrEnum):
 
 
 _Member = TypeVar("_Member", bound=StrEnum)
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
 
 
 def checked_member(
@@ -205,11 +206,18 @@ class _Value(BaseModel):
             _VALIDATE[cls] = TypeAdapter(cls).validator.validate_python
 
 
-_VALIDATE: Final[dict[type[_Value], Callable[..., Any]]] = {}
+_VALIDATE: Final[dict[type[BaseModel], Callable[..., Any]]] = {}
 """Per class, ``cls(**values)`` without the constructor's Python frame: the class's
 validator, as pydantic's ``TypeAdapter(cls).validator`` offers it; the result is the
 instance the constructor builds. The library builds its own values with it on hot
 paths (a dict, not a class attribute: attribute look-ups on a model class are slow)."""
+
+
+def validated(cls: type[_ModelT], values: Mapping[str, Any]) -> _ModelT:
+    """``cls(**values)`` through the class's validator (a ``ValidationError`` if invalid);
+    ``cls`` is one of this module's value types."""
+    value: _ModelT = _VALIDATE[cls](values)
+    return value
 
 
 # --------------------------------------------------------------------------- timing

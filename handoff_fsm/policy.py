@@ -1,5 +1,8 @@
 """The session policy: what a runtime adds around a coordinator to drive real handoffs.
 
+(The values it hands out live in :mod:`handoff_fsm.session_values` and are importable
+from here too.)
+
 Rule kept here: the coordinator decides the protocol; this object decides only
 what the protocol leaves to whoever runs it, and it does so without I/O: time
 is an argument (any unit, as long as every value uses the same), and every
@@ -32,20 +35,26 @@ The rules, each a consequence of real workers being remote and fallible:
   cleanup begins are reported in :attr:`SessionResult.unapplied`.
 
 Nothing is dropped silently: every input the coordinator refused and the policy
-could not handle, and every input ignored, is in :attr:`SessionPolicy.result`.
+could not handle, every input ignored, and every mistake of a runtime's executor
+(:meth:`SessionPolicy.executor_error`), is in :attr:`SessionPolicy.result`.
+
+Every call is atomic: its arguments are checked before anything changes
+(:mod:`handoff_fsm.policy_checks`: a time that is not a finite number, a reason that
+is not text, a timer not yet due, is ``invalid_session_option``), and the policy
+records what an input did only once the coordinator accepted it or refused it with a
+coded error, so a call that raises leaves the policy and its coordinator as they were.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from functools import cache, lru_cache, partial
+from dataclasses import MISSING, dataclass, field, fields, replace
+from functools import cache, partial
 from typing import Final, NamedTuple, Protocol
 from uuid import UUID
 
 from handoff_fsm.chart import ACKNOWLEDGEMENTS, REJECTIONS
-from handoff_fsm.errors import ErrorCode, HandoffError, HandoffErrorCode, handoff_error, quoted
+from handoff_fsm.errors import ErrorCode, HandoffError, HandoffErrorCode
 from handoff_fsm.model import (
     ACTION_TYPES,
     FACT_TYPES,
@@ -60,6 +69,27 @@ from handoff_fsm.model import (
     TimedOut,
     TransferCompleted,
 )
+from handoff_fsm.policy_checks import (
+    bad_option,
+    check_acknowledgement,
+    check_coordinator,
+    check_timer,
+    checked_reason,
+    checked_send,
+    checked_settings,
+    checked_time,
+)
+
+# Re-exported (the redundant alias is PEP 484's explicit re-export): callers and
+# runtimes import a session's values from the policy that makes them.
+from handoff_fsm.session_values import NOTHING as NOTHING  # noqa: PLC0414
+from handoff_fsm.session_values import ExecutorError as ExecutorError  # noqa: PLC0414
+from handoff_fsm.session_values import Rejection as Rejection  # noqa: PLC0414
+from handoff_fsm.session_values import SessionInput as SessionInput  # noqa: PLC0414
+from handoff_fsm.session_values import SessionResult as SessionResult  # noqa: PLC0414
+from handoff_fsm.session_values import SessionStep as SessionStep  # noqa: PLC0414
+from handoff_fsm.session_values import SessionTimer as SessionTimer  # noqa: PLC0414
+from handoff_fsm.session_values import UnacknowledgedAction as UnacknowledgedAction  # noqa: PLC0414
 
 PREMATURE: Final[frozenset[HandoffErrorCode]] = frozenset(r.code for r in REJECTIONS.values())
 """The chart's codes for a fact that came before the acknowledgement it depends on."""
@@ -79,9 +109,6 @@ CLEANUP_ACTIONS: Final[frozenset[type[HandoffAction]]] = frozenset(
 
 _UNACKNOWLEDGED: Final = frozenset(kind for kind in ACTION_TYPES if kind not in ACKNOWLEDGEMENTS)
 """``Complete``: issued when the handoff is over, never acknowledged."""
-
-SessionInput = HandoffFact | tuple[int, HandoffActionOutcome]
-"""What a session is given: a fact, or ``(action_id, outcome)``."""
 
 
 class Coordinated(Protocol):
@@ -114,37 +141,6 @@ _COORDINATED: Final = (
 """The members of :class:`Coordinated`, checked when a policy is made."""
 
 
-class SessionTimer(NamedTuple):
-    """Call :meth:`SessionPolicy.expire` with this timer at ``when`` (or later).
-
-    A timer the policy no longer needs is ignored when it expires, so runtimes
-    never have to cancel one (they may, to free it early).
-    """
-
-    when: float
-    action_id: int | None
-    """The action whose acknowledgement it waits for; ``None`` for the deadline."""
-    send: int = 0
-    """Which send of that action it guards: 0 for the first, 1 for the first re-send..."""
-
-    @property
-    def is_deadline(self) -> bool:
-        return self.action_id is None
-
-
-class SessionStep(NamedTuple):
-    """What to do now: perform ``actions`` (in order, each may be a re-send) and set ``timers``.
-
-    ``Complete`` (owned by :attr:`Owner.COORDINATOR <handoff_fsm.Owner.COORDINATOR>`) is
-    among the actions when the handoff ends: it is not performed, it says so.
-    """
-
-    actions: Sequence[IssuedHandoffAction] = ()
-    timers: tuple[SessionTimer, ...] = ()
-
-
-NOTHING: Final = SessionStep()
-
 _timer: Callable[[tuple[float, int | None, int]], SessionTimer] = partial(
     tuple.__new__, SessionTimer
 )
@@ -154,78 +150,6 @@ _step: Callable[[tuple[Sequence[IssuedHandoffAction], tuple[SessionTimer, ...]]]
     partial(tuple.__new__, SessionStep)
 )
 """``SessionStep(actions, timers)`` without the Python-level ``__new__`` (the hot path)."""
-
-
-@dataclass(frozen=True, slots=True)
-class UnacknowledgedAction:
-    """An action whose acknowledgement the session stopped waiting for."""
-
-    issued: IssuedHandoffAction
-    sends: int
-    """How many times it was sent."""
-    reason: str
-    """Why the last send counts as lost (a timeout, or what sending it raised)."""
-
-    @property
-    def owner(self) -> Owner:
-        return self.issued.action.owner
-
-
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """An input the coordinator refused that the policy could not handle (e.g. a foreign fact)."""
-
-    input: SessionInput
-    error: HandoffError
-
-
-@dataclass(frozen=True, slots=True)
-class SessionResult:
-    """What a session did besides what the coordinator shows: every give-up, every refusal."""
-
-    completion: HandoffCompletion | None
-    """``Success``, ``Canceled`` (also when cleanup was abandoned), ``None`` while running."""
-    finished: bool
-    timed_out: bool
-    """The deadline passed and ``TimedOut`` was fed."""
-    resends: int
-    """Cleanup actions sent again because their acknowledgement was lost."""
-    failed: tuple[UnacknowledgedAction, ...]
-    """Work actions whose acknowledgement was lost: each was fed as ``Failed(reason)``."""
-    abandoned: tuple[UnacknowledgedAction, ...]
-    """Cleanup actions still unacknowledged after every retry: their owner may still hold."""
-    buffered: tuple[HandoffFact, ...]
-    """Premature facts held back right now, waiting for their acknowledgement."""
-    held_back: int
-    """How many facts were ever held back as premature (applied or not)."""
-    unapplied: tuple[HandoffFact, ...]
-    """Premature facts never applied: cleanup began before their acknowledgement came."""
-    rejected: tuple[Rejection, ...]
-    """Inputs the coordinator refused (other than premature facts, which are held back)."""
-    refusals: dict[ErrorCode, int]
-    """Every refusal of the coordinator by code, held-back facts included (each try)."""
-    inputs: int
-    """Inputs fed to the coordinator: start, facts (each try of a held-back one), outcomes,
-    and the ``TimedOut``/``Failed`` the policy made up; not the ignored ones."""
-    ignored: tuple[SessionInput, ...]
-    """Inputs not fed to the coordinator: acknowledgements of actions the session had
-    already given up on, and any input after the session gave up."""
-
-    @property
-    def unconfirmed_owners(self) -> tuple[Owner, ...]:
-        """Owners whose cleanup was never confirmed: the ones that may leak."""
-        return tuple(dict.fromkeys(action.owner for action in self.abandoned))
-
-    @property
-    def clean(self) -> bool:
-        """Finished with every owner's cleanup confirmed and nothing refused or left over."""
-        return (
-            self.finished
-            and not self.abandoned
-            and not self.buffered
-            and not self.unapplied
-            and not self.rejected
-        )
 
 
 class _Spec(NamedTuple):
@@ -272,6 +196,7 @@ class _Log:
     abandoned: list[UnacknowledgedAction] = field(default_factory=list)
     unapplied: list[HandoffFact] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
+    executor_errors: list[ExecutorError] = field(default_factory=list)
     ignored: list[SessionInput] = field(default_factory=list)
     refusals: dict[ErrorCode, int] = field(default_factory=dict)
     given_up: set[int] = field(default_factory=set)
@@ -279,29 +204,38 @@ class _Log:
 
 
 _Settings = tuple[float | None, float | None, int, dict[type, _Spec]]
+_Decisive = tuple[
+    tuple[bool, bool, bool],
+    tuple[tuple[IssuedHandoffAction, int], ...],
+    tuple[HandoffFact, ...],
+    frozenset[int],
+    tuple[IssuedHandoffAction, ...],
+]
 
 
-@lru_cache(maxsize=64, typed=True)  # a runtime builds many policies with the same settings
-def _settings(
-    deadline: float | None,
-    ack_timeout: float | None,
-    cleanup_ack_timeout: float | None,
-    cleanup_retries: int,
-) -> _Settings:
-    """The checked settings of a policy: (deadline, cleanup timeout, retries, specs)."""
-    if isinstance(cleanup_retries, bool) or not isinstance(cleanup_retries, int):
-        raise _bad_option(f"cleanup_retries must be an int, not {type(cleanup_retries).__name__}")
-    if cleanup_retries < 0:
-        raise _bad_option(f"cleanup_retries must be >= 0, got {cleanup_retries}")
-    ack = _duration("ack_timeout", ack_timeout, zero=False)
-    cleanup = _duration("cleanup_ack_timeout", cleanup_ack_timeout, zero=False)
-    cleanup = ack if cleanup is None else cleanup
-    return (
-        _duration("deadline", deadline, zero=True),
-        cleanup,
-        cleanup_retries,
-        _specs(ack, cleanup),
-    )
+class PolicySnapshot(NamedTuple):
+    """A policy's own state, exactly (its coordinator's is the coordinator's snapshot).
+
+    :meth:`SessionPolicy.restore` continues from it as the policy it was taken from
+    would. ``decisive`` is all that later decisions and :attr:`SessionResult.abandoned`
+    read: (started, ending, gave up), each awaited action with its sends, the held-back
+    facts, the actions given up on and the abandoned ones; equal for policies that
+    decide alike whatever their tallies (a model checker's state key).
+    """
+
+    settings: _Settings
+    decisive: _Decisive
+    log: _Log | None
+    """A copy of the rare things (``None`` before any)."""
+    inputs: int
+
+
+def _log_copy(log: _Log) -> _Log:
+    """``log`` with lists, dict and set of its own (what a snapshot keeps and restores)."""
+    return replace(log, **{name: getattr(log, name).copy() for name in _LOG_CONTAINERS})
+
+
+_LOG_CONTAINERS: Final = tuple(f.name for f in fields(_Log) if f.default_factory is not MISSING)
 
 
 def _checked_settings(
@@ -310,38 +244,14 @@ def _checked_settings(
     cleanup_ack_timeout: float | None,
     cleanup_retries: int,
 ) -> _Settings:
-    options = (deadline, ack_timeout, cleanup_ack_timeout, cleanup_retries)
-    try:
-        return _settings(*options)
-    except TypeError:  # an unhashable option: checked without the cache, then refused
-        return _settings.__wrapped__(*options)
+    """The checked settings of a policy: (deadline, cleanup timeout, retries, specs)."""
+    deadline, ack, cleanup, retries = checked_settings(
+        deadline, ack_timeout, cleanup_ack_timeout, cleanup_retries
+    )
+    return (deadline, cleanup, retries, _specs(ack, cleanup))
 
-
-_COORDINATOR_TYPES: set[type] = set()
-"""Classes already found to have every member of :class:`Coordinated`."""
-_CHECKED_TYPES_KEPT: Final = 64
 
 _new_policy = object.__new__
-
-
-def _duration(name: str, value: float | None, *, zero: bool) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _bad_option(f"{name} must be a number or None, not {type(value).__name__}")
-    try:
-        seconds = float(value)
-    except OverflowError:  # an int beyond any float
-        seconds = math.inf
-    if not math.isfinite(seconds) or seconds < 0.0 or (seconds == 0.0 and not zero):
-        bound = ">= 0" if zero else "> 0"
-        raise _bad_option(f"{name} must be finite and {bound}, got {quoted(value)}")
-    return seconds
-
-
-def _bad_option(message: str) -> HandoffError:
-    """A session setting out of range: a coded error, like a coordinator's own settings."""
-    return handoff_error(HandoffErrorCode.INVALID_SESSION_OPTION, message)
 
 
 class SessionPolicy:
@@ -406,17 +316,7 @@ class SessionPolicy:
 
     def _bind(self, coordinator: Coordinated, settings: _Settings) -> None:
         """Start with nothing awaited, held back or logged, for ``coordinator``."""
-        kind = type(coordinator)
-        if kind not in _COORDINATOR_TYPES:
-            missing = [name for name in _COORDINATED if not hasattr(kind, name)]
-            if missing:
-                raise _bad_option(
-                    f"coordinator must be a HandoffCoordinator, got {kind.__name__} "
-                    f"(without {', '.join(missing)})"
-                )
-            if len(_COORDINATOR_TYPES) >= _CHECKED_TYPES_KEPT:
-                _COORDINATOR_TYPES.clear()  # classes made at run time: keep none alive for long
-            _COORDINATOR_TYPES.add(kind)
+        check_coordinator(coordinator, _COORDINATED)
         self._coordinator = coordinator
         (self._deadline, self._cleanup_timeout, self._cleanup_retries, self._specs) = settings
         self._awaiting: dict[int, _Awaited] | None = None
@@ -427,6 +327,37 @@ class SessionPolicy:
         self._gave_up = False
         self.inputs = 0
         """Inputs fed to the coordinator so far (see :attr:`SessionResult.inputs`)."""
+
+    def snapshot(self) -> PolicySnapshot:
+        """This policy's own state, exactly: :meth:`restore` continues from it identically."""
+        log = self._log
+        decisive: _Decisive = (
+            (self._started, self._ending, self._gave_up),
+            tuple((entry.issued, entry.sends) for entry in (self._awaiting or {}).values()),
+            tuple(self._buffer or ()),
+            frozenset(log.given_up) if log is not None else frozenset(),
+            tuple(action.issued for action in log.abandoned) if log is not None else (),
+        )
+        settings = (self._deadline, self._cleanup_timeout, self._cleanup_retries, self._specs)
+        return PolicySnapshot(settings, decisive, log and _log_copy(log), self.inputs)
+
+    @classmethod
+    def restore(cls, coordinator: Coordinated, snapshot: PolicySnapshot) -> SessionPolicy:
+        """The policy ``snapshot`` was taken of, driving ``coordinator``, which must be in
+        the state the policy's coordinator was in then (its snapshot restored, say)."""
+        policy = _new_policy(cls)
+        policy._bind(coordinator, snapshot.settings)
+        flags, entries, buffer, _, _ = snapshot.decisive
+        policy._started, policy._ending, policy._gave_up = flags
+        if entries:
+            policy._awaiting = {}
+            for issued, sends in entries:
+                policy._awaiting[issued.id] = entry = _Awaited(issued)
+                entry.sends = sends
+        policy._buffer = list(buffer) or None
+        policy._log = snapshot.log and _log_copy(snapshot.log)
+        policy.inputs = snapshot.inputs
+        return policy
 
     # ------------------------------------------------------------------ state
 
@@ -484,37 +415,45 @@ class SessionPolicy:
             held_back=log.held_back,
             unapplied=tuple(log.unapplied),
             rejected=tuple(log.rejected),
+            executor_errors=tuple(log.executor_errors),
             refusals=dict(log.refusals),
             inputs=self.inputs,
             ignored=tuple(log.ignored),
         )
 
     # ------------------------------------------------------------------ inputs
+    #
+    # Each method checks its arguments first, then calls the coordinator, and records
+    # what happened only after it returned or refused with a coded error: a call that
+    # raises changes nothing (see the module's docstring).
 
     def start(self, now: float) -> SessionStep:
         """Start the handoff at ``now``; arms the deadline (the first time only)."""
+        if type(now) is not float or now - now != 0.0:
+            now = checked_time(now)
         if self._gave_up:
             return NOTHING
         coordinator = self._coordinator
-        timers: tuple[SessionTimer, ...] = ()
-        if not self._started:
-            self._started = True
-            if self._deadline is not None and not coordinator.is_complete:
-                timers = (_timer((now + self._deadline, None, 0)),)
+        deadline = None if self._started or coordinator.is_complete else self._deadline
+        actions = coordinator.start()
+        self._started = True
         self.inputs += 1
-        return self._issued(coordinator.start(), now, timers)
+        timers = () if deadline is None else (_timer((now + deadline, None, 0)),)
+        return self._issued(actions, now, timers)
 
     def fact(self, fact: HandoffFact, now: float) -> SessionStep:
         """A fact was reported at ``now``: apply it, or hold it back if it is premature."""
+        if type(now) is not float or now - now != 0.0:
+            now = checked_time(now)
         if self._gave_up:
             if type(fact) not in _FACT_TYPES:  # otherwise the coordinator says so
                 raise TypeError(f"fact() takes a HandoffFact, not {type(fact).__name__}")
             self._note().ignored.append(fact)
             return NOTHING
-        self.inputs += 1
         try:
             actions = self._coordinator.on_fact(fact)
         except HandoffError as error:
+            self.inputs += 1
             self._refused(error)
             if error.code in PREMATURE and self._publisher_owes(fact):
                 if self._buffer is None:
@@ -524,6 +463,7 @@ class SessionPolicy:
                 return NOTHING
             self._note().rejected.append(Rejection(fact, error))
             return NOTHING
+        self.inputs += 1
         if not actions:
             return NOTHING
         specs = self._specs
@@ -534,19 +474,30 @@ class SessionPolicy:
 
     def outcome(self, action_id: int, outcome: HandoffActionOutcome, now: float) -> SessionStep:
         """The acknowledgement of ``action_id`` arrived at ``now``."""
+        if type(now) is not float or now - now != 0.0:
+            now = checked_time(now)
         log = self._log
-        if log is not None and (self._gave_up or action_id in log.given_up):
-            log.ignored.append((action_id, outcome))
-            return NOTHING
-        self.inputs += 1
+        if log is not None:
+            check_acknowledgement(action_id, outcome)  # an ignored one is checked here too
+            if self._gave_up or action_id in log.given_up:
+                log.ignored.append((action_id, outcome))
+                return NOTHING
         try:
             actions = self._coordinator.on_action_outcome(action_id, outcome)
         except HandoffError as error:
+            self.inputs += 1
             self._refused(error)
+            if error.code is HandoffErrorCode.UNKNOWN_ACTION and self._before_reopen(action_id):
+                # a976b2bf: a late answer to an action issued before the handoff completed
+                # (a duplicate, say) reaches the reopened cleanup, whose journal starts
+                # afresh; the completed handoff took it silently, so does the session.
+                self._note().ignored.append((action_id, outcome))
+                return NOTHING
             # A refused acknowledgement (say Failed for a cancel) acknowledges nothing:
             # if the action still awaits one, this send counts as lost.
             self._note().rejected.append(Rejection((action_id, outcome), error))
             return self.lost(action_id, f"its acknowledgement {outcome} was refused: {error}", now)
+        self.inputs += 1
         awaiting = self._awaiting
         if awaiting is not None and awaiting.pop(action_id, None) is not None and log is not None:
             self._check_given_up(log)
@@ -568,6 +519,11 @@ class SessionPolicy:
         ``send`` names which send failed (see :attr:`SessionTimer.send`); a failure
         of an earlier send, while a later one is in flight, changes nothing.
         """
+        if type(action_id) is not int:
+            raise TypeError(f"action_id must be an int, not {type(action_id).__name__}")
+        reason = checked_reason(reason)
+        now = checked_time(now)
+        send = checked_send(send)
         if self._gave_up or self._coordinator.is_complete:
             return NOTHING
         awaiting = self._awaiting
@@ -581,15 +537,39 @@ class SessionPolicy:
                 return self._fail(issued, 1, reason, now)
         return NOTHING  # acknowledged meanwhile, given up already, or never issued
 
+    def executor_error(
+        self, issued: IssuedHandoffAction, reason: str, now: float, *, send: int | None = None
+    ) -> SessionStep:
+        """A runtime's executor broke its contract on a send of ``issued`` (it answered
+        something that is not an outcome).
+
+        Recorded in :attr:`SessionResult.executor_errors`, whatever the session's
+        state; the send's acknowledgement is lost, as for :meth:`lost`.
+        """
+        if type(issued) is not IssuedHandoffAction:
+            raise TypeError(f"issued must be an IssuedHandoffAction, not {type(issued).__name__}")
+        reason = checked_reason(reason)
+        send = checked_send(send)
+        step = self.lost(issued.id, reason, now, send=send)
+        self._note().executor_errors.append(ExecutorError(issued, send, reason))
+        return step
+
     def expire(self, timer: SessionTimer, now: float) -> SessionStep:
-        """A timer the policy asked for came due (stale timers are ignored)."""
+        """A timer the policy asked for came due (stale timers are ignored).
+
+        ``now`` before ``timer.when`` is refused: the timer is not due yet.
+        """
+        if not isinstance(timer, SessionTimer):
+            raise bad_option(f"timer must be a SessionTimer, not {type(timer).__name__}")
+        now = check_timer(timer, now)
         if self._gave_up or self._coordinator.is_complete:
             return NOTHING
         if timer.action_id is None:
             if self._coordinator.completion is not None:
                 return NOTHING  # it completed in time (a976b2bf may have reopened it since)
+            step = self.fact(TimedOut.observed(self._coordinator.handoff_id), now)
             self._note().timed_out = True
-            return self.fact(TimedOut.observed(self._coordinator.handoff_id), now)
+            return step
         awaiting = self._awaiting
         entry = awaiting.get(timer.action_id) if awaiting is not None else None
         if entry is None or timer.send != entry.sends - 1:
@@ -677,8 +657,9 @@ class SessionPolicy:
         awaiting = self._awaiting
         assert awaiting is not None  # entry came from it
         if type(issued.action) not in CLEANUP_ACTIONS:
+            step = self._fail(issued, entry.sends, reason, now)
             del awaiting[issued.id]
-            return self._fail(issued, entry.sends, reason, now)
+            return step
         log = self._note()
         if entry.sends <= self._cleanup_retries:
             entry.sends += 1
@@ -700,16 +681,19 @@ class SessionPolicy:
         self, issued: IssuedHandoffAction, sends: int, reason: str, now: float
     ) -> SessionStep:
         """Feed a lost work action's acknowledgement as ``Failed(reason)``: cleanup begins."""
-        log = self._note()
-        log.failed.append(UnacknowledgedAction(issued, sends, reason))
-        log.given_up.add(issued.id)
         outcome = HandoffActionOutcome.failed(reason)
-        self.inputs += 1
+        refusal: HandoffError | None = None
         try:
             actions = self._coordinator.on_action_outcome(issued.id, outcome)
         except HandoffError as error:  # only a coordinator that broke its contract
-            self._refused(error)
-            log.rejected.append(Rejection((issued.id, outcome), error))
+            refusal = error
+        log = self._note()
+        log.failed.append(UnacknowledgedAction(issued, sends, reason))
+        log.given_up.add(issued.id)
+        self.inputs += 1
+        if refusal is not None:
+            self._refused(refusal)
+            log.rejected.append(Rejection((issued.id, outcome), refusal))
             return NOTHING
         return self._issued(actions, now)
 
@@ -720,6 +704,14 @@ class SessionPolicy:
         awaiting = self._awaiting or {}
         if not any(type(e.issued.action) in CLEANUP_ACTIONS for e in awaiting.values()):
             self._gave_up = True
+
+    def _before_reopen(self, action_id: int) -> bool:
+        """The coordinator completed and reopened its cleanup (a976b2bf, after Success),
+        and ``action_id`` was issued before it reopened (its ids count on)."""
+        coordinator = self._coordinator
+        if coordinator.completion is None or coordinator.is_complete:
+            return False
+        return any(action_id < issued.id for issued in coordinator.outstanding)
 
     def _refused(self, error: HandoffError) -> None:
         refusals = self._note().refusals

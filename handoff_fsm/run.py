@@ -11,7 +11,7 @@ decides control flow: the chart does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
 from handoff_fsm.chart import REJECTIONS
@@ -24,6 +24,7 @@ from handoff_fsm.model import (
     Complete,
     DestinationReserved,
     HandoffAction,
+    HandoffActionOutcome,
     HandoffOrder,
     HandoffTransferTiming,
     IssuedHandoffAction,
@@ -45,6 +46,16 @@ TimingInputs = tuple[bool, int, int | None, float | None, int]
 """(full-prompt mode?, full_prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes).
 
 The held source's timing, unpacked: a live handoff should not keep a model alive."""
+
+
+class RunCheckpoint(NamedTuple):
+    """A run's changeable part at one moment (see :meth:`HandoffRun.checkpoint`)."""
+
+    next_id: int
+    issued: dict[int, type[HandoffAction]]
+    outcomes: dict[int, HandoffActionOutcome]
+    timing: TimingInputs | None
+    tokens: int | None
 
 
 class HandoffRun:
@@ -174,6 +185,27 @@ class HandoffRun:
         return HandoffTransferTiming(
             mode, prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes
         )
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint(self) -> RunCheckpoint:
+        """What the effects may change (journal, stored payloads), for :meth:`rollback`.
+
+        The interpreted engine takes one before each step: the framework runs code it
+        does not own (listeners) between effects, and a step must be all or nothing."""
+        journal = self.journal
+        return RunCheckpoint(
+            journal.next_id, dict(journal.issued), dict(journal.outcomes), self.timing, self.tokens
+        )
+
+    def rollback(self, checkpoint: object) -> None:
+        assert isinstance(checkpoint, RunCheckpoint)
+        journal = self.journal
+        journal.next_id = checkpoint.next_id
+        journal.issued = checkpoint.issued
+        journal.outcomes = checkpoint.outcomes
+        self.timing = checkpoint.timing
+        self.tokens = checkpoint.tokens
 
     # ------------------------------------------------------------------ errors
 

@@ -1,7 +1,8 @@
-"""The external tools some tests need (cargo, node, dot), and what happens without them.
+"""The external tools some tests need (cargo, node, dot, chromium), and what happens
+without them.
 
 Rule kept here: a test that runs a tool outside Python says so with
-``@pytest.mark.requires("cargo")`` (or ``"node"``, ``"dot"``), and this module
+``@pytest.mark.requires("cargo")`` (or ``"node"``, ``"dot"``, ``"chromium"``), and this module
 alone decides whether the tool is usable. Without it, plain ``pytest`` skips
 the test with the reason and how to install the tool, so the rest of the suite
 still runs on a partial machine. With ``HANDOFF_FSM_REQUIRE_ALL=1`` (set by
@@ -13,6 +14,7 @@ The hooks that apply this live in ``tests/conftest.py``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -90,6 +92,19 @@ def _dot_problem() -> str | None:
     return None if shutil.which("dot") else "dot is not on PATH"
 
 
+def chromium_path() -> str | None:
+    """The Chromium the browser tests drive: ``chromium`` on PATH (Debian's package)."""
+    return shutil.which("chromium")
+
+
+def _chromium_problem() -> str | None:
+    if chromium_path() is None:
+        return "chromium is not on PATH"
+    if importlib.util.find_spec("playwright") is None:
+        return "Python's playwright package is not installed (it is in the dev extra)"
+    return None
+
+
 REQUIREMENTS: Final[dict[str, Requirement]] = {
     r.name: r
     for r in (
@@ -112,6 +127,13 @@ REQUIREMENTS: Final[dict[str, Requirement]] = {
             "run `make graphviz` (Debian: apt-get install graphviz; macOS: brew install "
             "graphviz; conda: conda install -c conda-forge graphviz)",
             _dot_problem,
+        ),
+        Requirement(
+            "chromium",
+            "Chromium, driven by Playwright, to open the inspector pages",
+            "run `make chromium` (Debian: apt-get install chromium) and `pip install -e "
+            "'.[dev]'` (never `playwright install`: the tests use that browser)",
+            _chromium_problem,
         ),
     )
 }

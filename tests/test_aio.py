@@ -5,6 +5,7 @@ timeouts are short so that the suite stays fast."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import random
 import subprocess
@@ -12,7 +13,7 @@ import sys
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple, Unpack
 from uuid import UUID
 
 import pytest
@@ -36,9 +37,10 @@ from handoff_fsm import (
 )
 from handoff_fsm.aio import HandoffSession
 from handoff_fsm.policy import SessionPolicy, SessionStep, SessionTimer
-from tests.virtual_loop import run_virtual
+from tests.virtual_loop import VirtualTimeLoop, run_virtual
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 TIMING = hf.HandoffTransferTiming(hf.TransferTimingMode.FULL_PROMPT, 64, 1024, 100.0)
 HOLDING = {"prefilling", "held", "accepted", "reserved"}
 
@@ -69,6 +71,9 @@ class Script:
     """How many sends of each kind are done but never acknowledged."""
     fails: set[type[HandoffAction]] = field(default_factory=set)
     """Work actions answered with Failed(reason)."""
+    drops: dict[type[HandoffAction], int] = field(default_factory=dict)
+    """How many sends of each kind raise CancelledError by themselves (a dropped
+    connection cancels the future the send waits on); the session cancels nothing."""
     delay_s: float = 0.0
     """How long before a fact is reported (0: on the next loop iteration)."""
 
@@ -120,6 +125,11 @@ class Workers:
         hid, kind = action.handoff_id, type(action)
         script = self.scripts[hid]
         self.sends.append((hid, kind.__name__))
+        if script.drops.get(kind, 0) > 0:
+            script.drops[kind] -= 1
+            reply = asyncio.get_running_loop().create_future()
+            reply.cancel()  # the connection went away: its reply will never come
+            await reply
         try:
             if script.raises.get(kind, 0) > 0:
                 script.raises[kind] -= 1
@@ -315,6 +325,35 @@ def test_the_deadline_times_out_a_stalled_handoff_and_cleans_up() -> None:
     assert workers.source[hid] == "canceled"
 
 
+class _EarlyLoop(VirtualTimeLoop):
+    """Runs each ``call_at`` callback a microsecond early, as asyncio may (it runs every
+    callback due within its clock's resolution)."""
+
+    def call_at(
+        self,
+        when: float,
+        callback: Callable[[Unpack[Ts]], object],
+        *args: *Ts,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        return super().call_at(when - 1e-6, callback, *args, context=context)
+
+
+def test_timers_that_fire_marginally_early_are_expired_at_their_due_time() -> None:
+    workers = Workers()
+    script = Script(stall_prefill=True, hangs={CancelSource: 1})
+    session = workers.session(script=script, deadline_s=0.03, ack_timeout_s=0.01)
+    hid = handoff_id_of(session)
+
+    with asyncio.Runner(loop_factory=_EarlyLoop) as runner:
+        completion = runner.run(session.run())
+
+    assert completion is HandoffCompletion.CANCELED
+    result = session.result
+    assert result.timed_out and result.resends == 1  # the deadline and a cancel's timer
+    assert workers.kinds(hid) == ["SubmitPrefill", "CancelSource", "CancelSource"]
+
+
 # --------------------------------------------------------------------- perform raising
 
 
@@ -350,7 +389,9 @@ def test_a_cleanup_perform_that_raises_is_retried() -> None:
     assert workers.source[hid] == "canceled"
 
 
-def test_a_perform_returning_no_outcome_counts_as_lost() -> None:
+def test_a_perform_returning_no_outcome_is_an_executor_error_and_a_lost_ack(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     class Confused(Workers):
         async def perform(self, issued: IssuedHandoffAction) -> HandoffActionOutcome:
             if isinstance(issued.action, SubmitPrefill):
@@ -359,10 +400,67 @@ def test_a_perform_returning_no_outcome_counts_as_lost() -> None:
 
     workers = Confused()
     session = workers.session()
+    with caplog.at_level(logging.ERROR, logger="handoff_fsm.aio"):
+        assert run(session.run) is HandoffCompletion.CANCELED
+    reason = "perform returned 'Submitted', not a HandoffActionOutcome"
+    result = session.result
+    (error,) = result.executor_errors
+    assert type(error.issued.action) is SubmitPrefill and error.send == 0
+    assert error.reason == reason
+    assert result.failed[0].reason == reason  # and the acknowledgement counts as lost
+    assert not result.clean
+    (record,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert reason in record.getMessage() and "SubmitPrefill" in record.getMessage()
+
+
+def test_a_perform_raising_cancelled_error_by_itself_is_a_lost_acknowledgement() -> None:
+    workers = Workers()
+    session = workers.session(script=Script(drops={ReserveDestination: 1}))
+    hid = handoff_id_of(session)
+
+    completion = run(session.run)
+
+    assert completion is HandoffCompletion.CANCELED
+    (failed,) = session.result.failed
+    assert type(failed.issued.action) is ReserveDestination
+    assert failed.reason == "perform raised CancelledError (the session did not cancel it)"
+    assert workers.kinds(hid) == [
+        "SubmitPrefill",
+        "ReserveDestination",
+        "CancelSource",
+        "CancelDestination",
+    ]
+    assert workers.leaks(hid, completion) == []
+
+
+def test_a_cleanup_perform_raising_cancelled_error_is_retried_then_abandoned() -> None:
+    workers = Workers()
+    script = Script(drops={CancelSource: 99}, fails={ReserveDestination})
+    session = workers.session(script=script, cancel_retries=2)
+    hid = handoff_id_of(session)
+
     assert run(session.run) is HandoffCompletion.CANCELED
-    assert session.result.failed[0].reason == (
-        "perform returned 'Submitted', not a HandoffActionOutcome"
-    )
+    assert workers.kinds(hid).count("CancelSource") == 3
+    (abandoned,) = session.result.abandoned
+    assert type(abandoned.issued.action) is CancelSource and abandoned.sends == 3
+    assert session.result.resends == 2
+
+
+def test_wait_for_ends_run_when_every_cleanup_send_is_dropped() -> None:
+    """``asyncio.wait_for`` cancels run() once: it must end (here the cleanup can only be
+    abandoned), raising, with no task or timer left."""
+    workers = Workers()
+    script = Script(stall_prefill=True, drops={CancelSource: 99})
+    session = workers.session(script=script, cancel_retries=1)  # no timeout at all
+    hid = handoff_id_of(session)
+
+    async def main() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(session.run(), 0.05)
+
+    run(main)
+    assert workers.kinds(hid) == ["SubmitPrefill", "CancelSource", "CancelSource"]
+    assert session.result.unconfirmed_owners == (Owner.SOURCE,) and session.finished
 
 
 # --------------------------------------------------------------------- cancelling run()
@@ -631,12 +729,36 @@ class _Idle:
         return issued.action.expected_outcomes[0]
 
 
+class _Blocking:
+    """``perform`` is a plain method: it would answer without ever letting the loop run."""
+
+    def perform(self, issued: IssuedHandoffAction) -> HandoffActionOutcome:
+        return issued.action.expected_outcomes[0]
+
+
+class _Wrapped:
+    """``perform`` returns a coroutine but is no coroutine function: refused all the same."""
+
+    def __init__(self) -> None:
+        self.perform = lambda issued: _Idle().perform(issued)
+
+
 @pytest.mark.parametrize(
     ("arguments", "options", "message"),
     [
         ((None, _Idle()), {}, "coordinator must be a HandoffCoordinator"),
         (("h1", _Idle()), {}, "coordinator must be a HandoffCoordinator"),
         ((hf.HandoffCoordinator(uuid.uuid4(), "SourceFirst"), object()), {}, "executor must"),
+        (
+            (hf.HandoffCoordinator(uuid.uuid4(), "SourceFirst"), _Blocking()),
+            {},
+            r"executor\.perform must be a coroutine function \(async def\), got _Blocking's",
+        ),
+        (
+            (hf.HandoffCoordinator(uuid.uuid4(), "SourceFirst"), _Wrapped()),
+            {},
+            "executor.perform must be a coroutine function",
+        ),
         (
             (hf.HandoffCoordinator(uuid.uuid4(), "SourceFirst"), _Idle()),
             {"deadline_s": -1},

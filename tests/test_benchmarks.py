@@ -522,8 +522,9 @@ def test_quick_run_prints_every_row() -> None:
         label.startswith("bytes per live coordinator, mid-handoff (a976b2bf)") for label in labels
     )
     assert any(label.startswith("replay") and "under a976b2bf" in label for label in labels)
-    assert labels[-4].startswith("simulate")
-    assert labels[-3].startswith("exhaustive exploration, both orders")
+    assert labels[-5].startswith("simulate")
+    assert labels[-4].startswith("exhaustive exploration, both orders")
+    assert labels[-3].startswith("system check, smoke run")
     assert labels[-2].startswith("asyncio HandoffSession, 1,000 concurrent")
     assert labels[-1].startswith("`diff seed a976b2bf`")
     assert "NOT MEASURED" not in result.stdout

@@ -295,6 +295,7 @@ def test_every_subcommand_and_argument_has_help() -> None:
         "simulate",
         "diff",
         "lifecycle",
+        "inspect",
     }
     for sub in subparsers.choices.values():
         assert callable(sub.get_default("run"))  # each parser names its runner
@@ -352,6 +353,7 @@ def test_revision_means_one_thing_everywhere() -> None:
         taking.append(name)
         needed = ["-"] if name in ("replay", "lifecycle") else []
         needed += ["--trace", "-", "-o", "x.svg"] if name == "diagram" else []
+        needed += ["-", "-o", "x.html"] if name == "inspect" else []
         for revision in Revision:
             args = parser.parse_args([name, *needed, "--revision", revision.value])
             assert args.revision is revision, name
@@ -359,7 +361,7 @@ def test_revision_means_one_thing_everywhere() -> None:
         assert default is Revision.SEED or (name == "check" and default == "both"), name
         with pytest.raises(SystemExit):
             parser.parse_args([name, *needed, "--revision", "A976B2BF"])
-    assert sorted(taking) == ["check", "diagram", "lifecycle", "replay", "simulate"]
+    assert sorted(taking) == ["check", "diagram", "inspect", "lifecycle", "replay", "simulate"]
 
 
 def test_diagram_reads_hostile_traces_like_replay(work: Path) -> None:

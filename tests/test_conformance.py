@@ -131,3 +131,26 @@ def test_messages_name_the_mismatch() -> None:
         good.model_copy(update={"engine_type": Backend.TRTLLM}).validate()
     with pytest.raises(ConformanceError, match="driver_drained=False"):
         good.model_copy(update={"driver_drained": False}).validate()
+
+
+def test_a_message_does_not_grow_with_the_record() -> None:
+    """A million-event lifecycle is shown by its start and its length."""
+    record = NormalizedHandoffConformance(
+        engine_type=Backend.VLLM,
+        order=HandoffOrder.SOURCE_FIRST,
+        lifecycle=(E.SOURCE_HELD,) * 1_000_000,
+        source_output_tokens=1,
+        destination_output_tokens=2,
+        completed_requests=1,
+        destination_stored=NormalizedStoredTiming(on_activation=3),
+        source_drained=True,
+        destination_drained=True,
+        driver_drained=True,
+    )
+    with pytest.raises(ConformanceError) as error:
+        record.validate()
+    assert error.value.code is HandoffErrorCode.CONFORMANCE_LIFECYCLE_MISMATCH
+    message = str(error.value)
+    assert len(message) < 400, len(message)
+    assert "(999,992 more)" in message and "1,000,000 events" in message
+    assert "expected [SourceHeld, DestinationAccepted, DestinationReserved" in message

@@ -21,6 +21,7 @@ from handoff_fsm.model import HandoffActionOutcome
 from handoff_fsm.review import error_conditions
 from handoff_fsm.review.codes import VALIDATOR_CODES
 from handoff_fsm.verify.diff.errors import DiffErrorCode
+from handoff_fsm.verify.system.errors import SystemErrorCode
 
 ID = "00000000-0000-4000-8000-0000000000c0"
 
@@ -31,6 +32,7 @@ def test_every_code_has_a_condition_and_its_family() -> None:
         *HandoffErrorCode,
         *TraceErrorCode,
         *DiffErrorCode,
+        *SystemErrorCode,
     ]
     for entry in conditions:
         assert entry.condition.endswith(".")
@@ -40,6 +42,7 @@ def test_every_code_has_a_condition_and_its_family() -> None:
     assert family[HandoffErrorCode.INVALID_SNAPSHOT] == "ConfigurationError"
     assert family[TraceErrorCode.TIME_WENT_BACKWARDS] == "TraceError"
     assert family[DiffErrorCode.DIFF_SIDE_FAILED] == "DiffError"
+    assert family[SystemErrorCode.INVALID_SYSTEM_SETTING] == "SystemCheckError"
 
 
 def test_rejections_name_the_states_the_chart_rejects_them_in() -> None:

@@ -26,7 +26,7 @@ from handoff_fsm.render import (
     sequence_mermaid,
     side_by_side_svg,
 )
-from handoff_fsm.render.sequence import render_sequence
+from handoff_fsm.render.sequence import render_sequence, render_sequence_legend
 from handoff_fsm.render.side_by_side import figure_digest
 from handoff_fsm.render.stamp import dot_digest
 from handoff_fsm.review import DIAGRAMS_DIR
@@ -183,12 +183,17 @@ def test_the_side_by_side_figure_is_the_two_committed_traces_drawn_next_to_each_
     committed = (COMMITTED / SIDE_BY_SIDE_FILE).read_bytes()
     assert read_stamp("svg", redrawn) == read_stamp("svg", committed)
     panels = tuple(
-        Panel(run.revision.value, run.words, render_sequence(run.lifecycle, "svg", COMPACT))
+        Panel(
+            run.revision.value,
+            run.words,
+            render_sequence(run.lifecycle, "svg", COMPACT, legend=False, parting=run.parting_line),
+        )
         for run in runs
     )
-    assert read_stamp("svg", committed) == figure_digest(TITLE, panels)
+    legend = render_sequence_legend("svg", timed=True, held=False)
+    assert read_stamp("svg", committed) == figure_digest(TITLE, panels, legend)
     text = committed.decode("utf-8")
-    assert text.count("<svg ") == 3  # the figure and its two panels
+    assert text.count("<svg ") == 4  # the figure, its two panels and their one legend
     for run in runs:
         assert f">{run.revision.value}</text>" in text
         assert f">{run.revision.value}</text>" in text

@@ -10,6 +10,7 @@ from graphviz.quoting import quote
 
 from handoff_fsm.render import Highlight, dot_digest, read_stamp, render, statechart_dot
 from handoff_fsm.render.dot import edge_label_lines, statechart_graph
+from handoff_fsm.render.words import edge_rejection_rows, row_lines
 from handoff_fsm.structure import EdgeKind, describe_chart
 from handoff_fsm.structure.describe import ChartModel
 
@@ -66,8 +67,9 @@ def test_every_transition_is_labelled_with_its_event_and_guard() -> None:
     dot = statechart_dot(model)
     for edge in model.edges:
         if edge.kind is EdgeKind.REJECTION:
-            row = f"{edge.event_text} /<br/>&nbsp;&nbsp;✗ {edge.rejection}"
-            assert row in dot, row
+            rows = [line for _, line in row_lines(edge_rejection_rows(edge))]
+            assert "<br/>".join(_html(line) for line in rows) in dot, rows
+            assert f"✗ {edge.rejection}" in rows[-1] and edge.event_text in rows[0]
             continue
         lines = edge_label_lines(edge)
         assert f"label=<{'<br/>'.join(_html(line) for line in lines)}>" in dot, edge

@@ -35,6 +35,7 @@ from handoff_fsm.review import (
     write_diagrams,
     write_review,
 )
+from handoff_fsm.review.system import system_reports
 from handoff_fsm.simulate.scenarios import SCENARIOS
 from handoff_fsm.structure import describe_chart
 from handoff_fsm.structure.revisions import revision_chart
@@ -88,7 +89,8 @@ REVISION_FILES = (
     "lifecycle_decode_cancel.mmd",
     "lifecycle_decode_cancel.svg",
 )
-"""What each revision's folder holds: its chart, its table, its decode-phase cancel."""
+"""What each revision's folder holds: its chart, its table, its decode-phase cancel (and
+each counterexample of its system check, as its trace and its lifecycle)."""
 
 
 @pytest.mark.requires("dot")
@@ -103,11 +105,17 @@ def test_generated_files_are_the_documented_set(regenerated: Path) -> None:
         assert {f"{stem}.jsonl", f"{stem}.mmd", f"{stem}.svg"} <= lifecycles
     folders = {name.partition("/")[0] for name in names if "/" in name}
     assert folders == {revision.value for revision in Revision}
+    system = 0
     for revision in Revision:
-        assert {n for n in names if n.startswith(f"{revision.value}/")} == {
-            f"{revision.value}/{name}" for name in REVISION_FILES
+        broken = [v.name.value for v in system_reports()[revision].verdicts if not v.holds]
+        counterexamples = {
+            f"system_{name}.{suffix}" for name in broken for suffix in ("jsonl", "svg")
         }
-    assert len(names) == 7 + len(lifecycles) + len(Revision) * len(REVISION_FILES)
+        system += len(counterexamples)
+        assert {n for n in names if n.startswith(f"{revision.value}/")} == {
+            f"{revision.value}/{name}" for name in (*REVISION_FILES, *counterexamples)
+        }
+    assert len(names) == 7 + len(lifecycles) + len(Revision) * len(REVISION_FILES) + system
 
 
 @pytest.fixture

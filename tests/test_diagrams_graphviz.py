@@ -76,7 +76,7 @@ def test_the_cli_without_dot_prints_one_line_and_exits_2(tmp_path: Path, command
     out = tmp_path / "out"
     args = {
         "diagrams": ["diagrams", str(out)],
-        "diagram": ["diagram", "--trace", str(trace), "-o", str(out / "x.svg")],
+        "diagram": ["diagram", str(trace), "-o", str(tmp_path / "x.svg")],
     }[command]
     result = _cli(args, tmp_path)
     assert result.returncode == 2, result.stderr
@@ -85,8 +85,12 @@ def test_the_cli_without_dot_prints_one_line_and_exits_2(tmp_path: Path, command
     assert lines[0].startswith(f"handoff-fsm {command}: Graphviz's `dot` program was not found")
     for install in INSTALL_COMMANDS:
         assert install in lines[0]
-    assert result.stdout == ""
-    assert not out.exists()
+    if command == "diagram":
+        assert result.stdout == ""
+        assert not (tmp_path / "x.svg").exists()
+    else:  # what needs no Graphviz is written, and the figures left out are named
+        assert "; not drawn: " in lines[0] and "statechart.svg" in lines[0]
+        assert (out / "statechart.dot").is_file() and not (out / "statechart.svg").exists()
 
 
 def test_a_dot_overlay_needs_no_graphviz(tmp_path: Path) -> None:
@@ -96,7 +100,7 @@ def test_a_dot_overlay_needs_no_graphviz(tmp_path: Path) -> None:
         '"handoff_id": "aaaaaaaa-0000-4000-8000-00000000000a", "order": "SourceFirst"}\n',
         encoding="utf-8",
     )
-    result = _cli(["diagram", "--trace", str(trace), "-o", str(tmp_path / "x.dot")], tmp_path)
+    result = _cli(["diagram", str(trace), "-o", str(tmp_path / "x.dot")], tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "x.dot").read_text(encoding="utf-8").startswith("digraph HandoffChart {")
 

@@ -33,7 +33,7 @@ _STATE_DECL = re.compile(r'^state "[^"]*" as (\w+)( \{)?$')
 _TRANSITION = re.compile(r"^(\[\*\]|\w+) --> (\[\*\]|\w+)( : .+)?$")
 _DESCRIPTION = re.compile(r"^(\w+) : .+$")
 _CLASS = re.compile(r"^class ([\w,]+) \w+$")
-_MESSAGE = re.compile(r"^(\w+)(->>|-->>|--x|-x)(\w+): .+$")
+_MESSAGE = re.compile(r"^(\w+)(->>|-->>|--x|-x|--\))(\w+): .+$")
 _NOTE = re.compile(r"^Note (?:over|left of|right of) (\w+)(?:,(\w+))?: .+$")
 
 
@@ -141,8 +141,9 @@ def test_the_state_diagram_draws_every_transition_and_rejection() -> None:
     model = describe_chart()
     source = statechart_mermaid(model)
     for edge in model.edges:
-        if edge.kind is EdgeKind.REJECTION:
-            assert f"{edge.source} : {edge.event_text} / ✗ {edge.rejection}" in source
+        if edge.kind is EdgeKind.REJECTION:  # two rows: what the input is, then the code
+            assert f"{edge.source} : fact\u00a0{edge.event_text} /\n" in source
+            assert f"{edge.source} : ✗ {edge.rejection}\n" in source
         else:
             assert re.search(rf"^\s*{edge.source} --> {edge.target}\b", source, re.MULTILINE)
     assert "[*] --> active" in source
@@ -230,7 +231,7 @@ def test_mermaid_parses_every_generated_file_and_every_review_block(tmp_path: Pa
     assert result.returncode == 0, result.stdout + result.stderr
     assert sum(line.startswith("ok ") for line in result.stdout.splitlines()) == len(paths)
     for block in blocks:
-        if block.startswith("stateDiagram-v2"):
+        if _body(block)[0] == "stateDiagram-v2":
             check_state_diagram(block)
         else:
             check_sequence_diagram(block)

@@ -15,7 +15,7 @@ from handoff_fsm.io.follow import follow
 from handoff_fsm.render import overlay_bytes, overlay_dot
 from handoff_fsm.render.dot import Highlight, statechart_dot
 from handoff_fsm.render.overlay import overlay_highlight
-from handoff_fsm.structure import describe_chart
+from handoff_fsm.structure import describe_chart, revision_chart
 
 A = "aaaaaaaa-0000-4000-8000-00000000000a"
 B = "bbbbbbbb-0000-4000-8000-00000000000b"
@@ -96,7 +96,7 @@ def test_the_overlay_numbers_taken_edges_and_lists_the_errors() -> None:
     dot = overlay_dot(follow(_trace()), name="t.jsonl")
     assert "coordinator c1 (SourceFirst), 7 inputs, Canceled" in dot
     assert "<b>#2</b><br/>start" in dot
-    assert "source_held /<br/>&nbsp;&nbsp;✗ source_held_before_submit  #1</b>" in dot
+    assert "fact\u00a0source_held /<br/>\u00a0\u00a0✗ source_held_before_submit  #1</b>" in dot
     assert "step 1 (line 3, fact): source_held_before_submit" in dot
     assert "step 4 (line 8, fact): foreign_handoff" in dot
     assert "line 5: invalid_input" in dot
@@ -220,9 +220,13 @@ def test_a_timed_trace_labels_each_step_with_its_time() -> None:
     assert "✗ source_held_before_submit  #1 t=4.5 ms</b>" in dot  # a rejecting row
     assert "step 1 (line 3, fact, t=4.5 ms): source_held_before_submit" in dot  # the errors
     assert "step 4 (line 8, fact, t=12 ms): foreign_handoff" in dot
-    highlight = overlay_highlight(path, describe_chart())
-    numbers = {n for steps in highlight.taken.values() for n in steps}
-    assert numbers and {n for n in numbers if f"#{n} t=" not in dot} == set()
+    highlight = overlay_highlight(path, revision_chart(path.revision))
+    tags = {
+        f"#{n}{highlight.parts.get((n, edge), '')}"
+        for edge, steps in highlight.taken.items()
+        for n in steps
+    }
+    assert tags and {tag for tag in tags if f"{tag} t=" not in dot} == set()
 
 
 def test_without_times_the_overlay_shows_none() -> None:

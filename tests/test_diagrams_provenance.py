@@ -92,6 +92,7 @@ def test_without_a_repository_or_git_there_is_no_commit(
     assert git_state() is None
 
 
+@pytest.mark.requires("dot")  # the review writes the figures it links beside it
 def test_the_review_command_prints_the_commit_and_writes_it_only_with_git(
     tmp_path: Path, repository: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -34,6 +34,7 @@ def test_the_review_has_every_section_in_order() -> None:
         "7. State space",
         "8. Revisions",
         "9. One lost message",
+        "10. System",
     ]
     assert "![The handoff statechart](statechart.svg)" in review
     for run in scenario_runs():

@@ -16,7 +16,13 @@ from handoff_fsm import (
     StartTransfer,
     SubmitPrefill,
 )
-from handoff_fsm.io.lifecycle import MessageKind, Participant, action_owner, fact_sender
+from handoff_fsm.io.lifecycle import (
+    MessageKind,
+    Participant,
+    action_owner,
+    delay_text,
+    fact_sender,
+)
 from handoff_fsm.io.replay import replay
 from handoff_fsm.model import (
     ActivateDestination,
@@ -93,7 +99,8 @@ def test_the_transfer_delay_is_the_timing_models() -> None:
     reserved = next(f for f in facts if isinstance(f, DestinationReserved))
     start = next(a.action for a in run.lifecycle.issued if isinstance(a.action, StartTransfer))
     assert start.delay_ms == held.transfer_timing.delay_ms(reserved.transferable_prompt_tokens)
-    assert any(f"delay_ms={start.delay_ms!r}" in m.text for m in run.lifecycle.messages)
+    assert any(f"(delay {delay_text(start.delay_ms)} ms)" in m.text for m in run.lifecycle.messages)
+    assert any(f"delay_ms={start.delay_ms!r}" in row.reply for row in run.lifecycle.steps)
 
 
 def test_owners_are_read_from_the_chart_regions() -> None:

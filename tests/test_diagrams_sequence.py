@@ -76,13 +76,22 @@ def test_the_sequence_svg_has_every_label_a_legend_and_is_deterministic() -> Non
     svg = render_sequence(lifecycle)
     assert svg == render_sequence(lifecycle)
     assert read_stamp("svg", svg) == dot_digest(sequence_dot(lifecycle))
-    texts = [t.text for t in ET.fromstring(svg).iter(f"{SVG}text")]
-    for message in lifecycle.messages:
-        assert message.text in texts
+    texts = [t.text or "" for t in ET.fromstring(svg).iter(f"{SVG}text")]
+    for message in lifecycle.messages:  # whole, on one line or wrapped over several
+        assert _shown(message.text, texts), message.text
     assert texts.count("Coordinator") == 2  # lifeline head and foot
     for words in ("an acknowledgement: #id outcome", "a rejected input: ✗ code: message"):
         assert words in texts
     assert lifecycle.title in texts
+
+
+def _shown(words: str, texts: list[str]) -> bool:
+    """``words`` are drawn whole: one text element, or consecutive ones that join to them."""
+    return any(
+        " ".join(texts[start:end]) == words
+        for start in range(len(texts))
+        for end in range(start + 1, min(start + 8, len(texts)) + 1)
+    )
 
 
 def _timed() -> Lifecycle:

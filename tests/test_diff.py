@@ -405,6 +405,7 @@ def test_the_review_folder_shows_every_difference_three_ways(tmp_path: Path) -> 
         "difference_01.a.jsonl",
         "difference_01.b.jsonl",
         "difference_01.mmd",
+        "difference_01.svg",
     }
     difference = report.differences[0]
     assert (tmp_path / "difference_01.jsonl").read_text().splitlines() == list(difference.trace)
@@ -419,6 +420,9 @@ def test_the_review_folder_shows_every_difference_three_ways(tmp_path: Path) -> 
     seed_chart = revision_chart("seed")
     assert f"| states | 0 | 0 | 0 | {len(seed_chart.states)} |" in markdown
     assert f"| transitions | 0 | 0 | 0 | {len(seed_chart.edges)} |" in markdown
+    drawn = (tmp_path / "difference_01.svg").read_text()  # the sequence diagram, drawn
+    assert all(f">{n}. " in drawn for n in range(1, difference.inputs + 1))
+    assert "[drawn](difference_01.svg)" in markdown
     svg = (tmp_path / "chart_diff.svg").read_text()
     assert all(f">{word}</text>" in svg for word in ("added", "removed", "changed", "unchanged"))
     # Mermaid's own parser reads the diagram file and the block in DIFF.md.

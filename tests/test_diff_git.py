@@ -39,6 +39,7 @@ from handoff_fsm.structure.chartdiff import Status, chart_diff
 from handoff_fsm.verify.diff.behaviour import DiffReport, diff
 from handoff_fsm.verify.diff.driver import canonical
 from handoff_fsm.verify.diff.errors import DiffError, DiffErrorCode
+from handoff_fsm.verify.diff.sides import isolated_command
 from tests import test_explore_mutants as mutants
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -437,6 +438,7 @@ def test_a_chart_with_one_added_and_one_removed_transition(
     assert first.kind == "start: A issues SubmitPrefill / B issues nothing"
 
 
+@pytest.mark.requires("dot")  # the review writes the figures it links beside it
 def test_review_against_a_revision_diffs_the_working_tree(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -508,3 +510,43 @@ def test_the_commit_before_the_second_layout_is_equivalent_to_the_work_tree(
     structure = chart_diff(old, new)
     assert {delta.status for delta in structure.states} == {Status.SAME}
     assert {delta.status for delta in structure.edges} == {Status.SAME}
+
+
+FIRST_COMMIT_OF_THE_SRC_LAYOUT = "e9e1a51"
+"""The first commit with trace replay, its package under ``src/``; it lacks most of
+today's modules, which an editable install of the working copy would otherwise offer it."""
+
+
+def test_a_side_imports_its_own_package_and_nothing_of_the_running_one(tmp_path: Path) -> None:
+    """A side's interpreter sees none of the running package, also where the side's
+    package lacks a module the running one has (an editable install's finder, a ``.pth``
+    entry or ``PYTHONPATH`` would otherwise supply it)."""
+    package = tmp_path / "handoff_fsm"
+    package.mkdir()
+    (package / "__init__.py").write_text("WHERE = 'side'\n", encoding="utf-8")
+    probe = (
+        "import handoff_fsm\n"
+        "print(handoff_fsm.WHERE)\n"
+        "try:\n"
+        "    import handoff_fsm.admission\n"
+        "    print('leaked', handoff_fsm.admission.__file__)\n"
+        "except ModuleNotFoundError:\n"
+        "    print('isolated')\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        isolated_command(tmp_path, probe),
+        capture_output=True,
+        text=True,
+        check=True,
+        env=environment,
+        cwd=ROOT,
+    )
+    assert result.stdout.split() == ["side", "isolated"], result.stdout + result.stderr
+
+
+def test_the_first_commit_of_the_src_layout_is_driven_in_isolation() -> None:
+    if not (ROOT / ".git").exists():
+        pytest.fail("the tests run from a git clone: the contract is checked against history")
+    report = diff("seed", f"git:{FIRST_COMMIT_OF_THE_SRC_LAYOUT}", cwd=ROOT)
+    assert report.equivalent and report.exhausted, report.differences

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import pickle
+import subprocess
+import sys
 from enum import StrEnum
 from uuid import UUID
 
@@ -79,3 +81,23 @@ def test_an_error_raised_by_the_coordinator_crosses_a_process_boundary() -> None
         raised.value.action_id,
         raised.value.state,
     )
+
+
+def test_the_list_of_codes_does_not_depend_on_which_layer_was_imported_first() -> None:
+    """The review's code table is written from error_codes(): importing the layers in
+    another order (a test run, a CLI command) must not reorder it."""
+    layers = [
+        "handoff_fsm.io.errors",
+        "handoff_fsm.verify.diff.errors",
+        "handoff_fsm.verify.system",
+    ]
+    listings = set()
+    for order in (layers, layers[::-1]):
+        program = "".join(f"import {name}\n" for name in order) + (
+            "from handoff_fsm.errors import error_codes\nprint([c.value for c in error_codes()])\n"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, check=True
+        )
+        listings.add(result.stdout)
+    assert len(listings) == 1, listings

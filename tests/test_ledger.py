@@ -42,6 +42,39 @@ def test_a_key_keeps_its_first_completion() -> None:
     assert len(ledger) == 1 and ledger.completion("a") is CANCELED
 
 
+def test_a_key_keeps_its_record_until_replaced() -> None:
+    ledger = RetiredKeys()
+    assert ledger.record("a") is None
+    ledger.add("plain", CANCELED)
+    ledger.add("a", SUCCESS, b"\x00\x80\xff" * 50)  # 150 bytes: a two-byte length
+    ledger.add("b", SUCCESS, b"r")
+    assert ledger.record("plain") == b""
+    assert ledger.record("a") == b"\x00\x80\xff" * 50 and ledger.record("b") == b"r"
+    ledger.add("a", CANCELED)  # add keeps the first entry
+    assert (ledger.completion("a"), ledger.record("a")) == (SUCCESS, b"\x00\x80\xff" * 50)
+    ledger.replace("a", SUCCESS, b"shorter")  # rewritten in place
+    assert (ledger.completion("a"), ledger.record("a")) == (SUCCESS, b"shorter")
+    ledger.replace("a", CANCELED)
+    assert (ledger.completion("a"), ledger.record("a")) == (CANCELED, b"")
+    ledger.replace("b", SUCCESS, b"longer than before")  # appended anew
+    assert (ledger.completion("b"), ledger.record("b")) == (SUCCESS, b"longer than before")
+    ledger.replace("new", CANCELED, b"x")  # a key never added is added
+    assert (ledger.completion("new"), ledger.record("new")) == (CANCELED, b"x")
+    assert len(ledger) == 4
+    for key in ("plain", "a", "b", "new"):
+        assert key in ledger
+    assert ledger.record("c") is None and "c" not in ledger
+
+
+def test_records_survive_growth() -> None:
+    ledger = RetiredKeys()
+    for index in range(5_000):
+        ledger.add(f"k{index}", SUCCESS, f"record {index}".encode() if index % 3 else b"")
+    for index in range(5_000):
+        assert ledger.record(f"k{index}") == (f"record {index}".encode() if index % 3 else b"")
+        assert ledger.completion(f"k{index}") is SUCCESS
+
+
 def test_long_keys_use_multi_byte_lengths() -> None:
     ledger = RetiredKeys()
     for size in (127, 128, 16_383, 16_384, 70_000):

@@ -21,7 +21,7 @@ import pytest
 from handoff_fsm.cli import main
 from handoff_fsm.io.errors import TraceError, TraceErrorCode
 from handoff_fsm.io.follow import follow, list_coordinators
-from handoff_fsm.io.lifecycle import Participant, ms_text, trace_lifecycle
+from handoff_fsm.io.lifecycle import TEXT_LIMIT, Participant, ms_text, trace_lifecycle
 from handoff_fsm.io.lines import bounded_lines
 from handoff_fsm.render import (
     dot_digest,
@@ -117,7 +117,7 @@ def test_the_messages_of_a_run_with_rejected_duplicate_and_late_inputs() -> None
     assert shown == [
         "fact Source>Coordinator: SourceHeld(full_prompt, 16 tokens, 8 B/token)",
         "rejected Coordinator>Source: ✗ source_held_before_submit: source held before prefill "
-        "submission was acknowledged (state…",
+        "submission was acknowledged (state: source_idle, destination_idle, transfer_idle)",
         "call Caller>Coordinator: start()",
         "action Coordinator>Source: #0 SubmitPrefill",
         "state Coordinator>Coordinator: submitting, destination_idle, transfer_idle",
@@ -170,10 +170,10 @@ def test_a_foreign_fact_and_an_unreadable_line_of_the_coordinator_are_rejections
     assert texts[4] == "line 4: new (again)"
     assert texts[5].startswith("✗ duplicate_coordinator: ")
     assert texts[6].startswith("#7 Failed('xxxx")
-    assert len(texts[6]) <= 96
+    assert len(texts[6]) <= TEXT_LIMIT < 500  # a hostile reason is bounded
     assert messages[6].sender is Participant.CALLER  # no action 7: its owner is unknown
     assert texts[7].startswith("✗ unknown_action: ")
-    assert all(len(text) <= 96 for text in texts)
+    assert all(len(text) <= TEXT_LIMIT for text in texts)
 
 
 def test_only_the_first_inputs_are_drawn_and_the_rest_counted() -> None:

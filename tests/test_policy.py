@@ -24,8 +24,8 @@ from handoff_fsm import (
     ReserveDestination,
     StartTransfer,
     SubmitPrefill,
+    policy_checks,
 )
-from handoff_fsm import policy as policy_module
 from handoff_fsm.policy import (
     CLEANUP_ACTIONS,
     NOTHING,
@@ -307,6 +307,27 @@ def test_a_lost_work_action_without_a_timer_is_failed() -> None:
     assert p.result.failed[0].reason == "perform raised OSError: refused"
 
 
+def test_an_executor_error_is_recorded_and_loses_that_send() -> None:
+    p = policy(cleanup_retries=0)
+    submit = only(p.start(0.0))
+    step = p.executor_error(submit, "perform returned None", 1.0, send=0)
+    assert kinds(step) == ["CancelSource"]  # the work action was fed Failed
+    result = p.result
+    (error,) = result.executor_errors
+    assert (error.issued, error.send, error.reason) == (submit, 0, "perform returned None")
+    assert result.failed[0].reason == "perform returned None" and not result.clean
+    # Recorded even when nothing is left to lose: the executor erred all the same.
+    cancel = only(step)
+    p.executor_error(cancel, "perform returned 'Applied'", 2.0)
+    assert p.finished and len(p.result.abandoned) == 1  # no retries: abandoned
+    p.executor_error(cancel, "perform returned 'Applied'", 3.0)
+    assert [e.reason for e in p.result.executor_errors] == [
+        "perform returned None",
+        "perform returned 'Applied'",
+        "perform returned 'Applied'",
+    ]
+
+
 def test_losing_an_acknowledged_or_unknown_action_does_nothing() -> None:
     p = policy()
     p.start(0.0)
@@ -548,9 +569,10 @@ def test_a_factory_makes_the_policy_the_constructor_makes() -> None:
         ]
         timers = sorted(timer for step in steps for timer in step.timers)
         while timers:
-            step = p.expire(timers.pop(0), 100.0)
+            timer = timers.pop(0)
+            step = p.expire(timer, timer.when)
             steps.append(step)
-            timers += step.timers
+            timers = sorted(timers + list(step.timers))
         runs.append(steps)
     assert runs[0] == runs[1]
     assert built.result == fresh.result
@@ -571,7 +593,7 @@ def test_a_class_checked_once_is_not_checked_again_but_others_are() -> None:
     for _ in range(200):  # more classes than the cache keeps: it starts over, never grows
         kind = type("Coordinator", (HandoffCoordinator,), {})
         SessionPolicy(kind(HID, HandoffOrder.SOURCE_FIRST, 5.0))
-    assert len(policy_module._COORDINATOR_TYPES) <= 64
+    assert len(policy_checks._COORDINATOR_TYPES) <= 64
     with pytest.raises(hf.ConfigurationError, match="without handoff_id"):
         SessionPolicy(type("Partial", (), {})())
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handoff_fsm import Revision
+from handoff_fsm import HandoffCompletion, Revision
 from handoff_fsm.io import TraceReplayer, replay
 
 ID = "00000000-0000-4000-8000-000000000001"
@@ -80,14 +80,23 @@ def test_the_default_revision_applies_to_lines_that_name_none() -> None:
     assert _status(replies[-1]) == ([], None, True, "Success")
 
 
-def test_a_succeeded_a976b2bf_coordinator_stays_live_and_a_canceled_one_is_buried() -> None:
+def test_a_succeeded_a976b2bf_coordinator_is_retired_and_still_reopens() -> None:
     replayer = TraceReplayer(remember_completed=0)
     for number, line in enumerate([_new(revision="a976b2bf"), *SUCCESS], start=1):
         replayer.reply_text(line, number)
-    assert "c" in replayer.live  # a terminal fact can still reopen it
-    for number, line in enumerate(AFTER[:3], start=20):
-        replayer.reply_text(line, number)
+    # Retired like any completed one, with a record of it: a terminal fact still reopens it.
+    assert "c" not in replayer.live and "c" not in replayer.completed
+    assert replayer.retired.completion("c") is HandoffCompletion.SUCCESS
+    assert replayer.retired.record("c")
+    replies = [json.loads(replayer.reply_text(line, n)) for n, line in enumerate(AFTER, start=20)]
+    assert [_status(r) for r in replies[:3]] == [
+        (["CancelDestination"], None, False, "Success"),
+        ([], "unknown_action", False, "Success"),
+        (["Complete"], None, True, "Canceled"),
+    ]
     assert "c" not in replayer.live
+    assert replayer.retired.record("c") == b""  # final now: its key and completion only
+    assert _status(replies[3]) == ([], "forgotten_coordinator", True, "Canceled")
 
 
 def test_revision_mistakes_are_coded() -> None:

@@ -1,4 +1,4 @@
-"""Tests needing cargo, node or dot skip without them; ``make test`` fails on any skip.
+"""Tests needing cargo, node, dot or chromium skip without them; ``make test`` fails on any skip.
 
 Each case runs a small suite in a nested pytest session (pytester) that uses this
 repository's own ``tests/conftest.py``, with ``PATH`` pointing at a folder that holds
@@ -7,6 +7,7 @@ only the fake tools the case wants.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import stat
 from pathlib import Path
@@ -145,7 +146,8 @@ def test_an_unknown_tool_name_is_a_usage_error(suite: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.re_match_lines(
         [
-            r".*test_typo: @pytest.mark.requires takes tool names from \['cargo', 'dot', 'node'\], "
+            r".*test_typo: @pytest.mark.requires takes tool names from "
+            r"\['cargo', 'chromium', 'dot', 'node'\], "
             r"got \['dott'\]$"
         ]
     )
@@ -197,3 +199,28 @@ def test_make_test_requires_every_test_to_run() -> None:
     assert re.search(rf"{requirements.REQUIRE_ALL_ENV}=1 \$\(BIN\)/pytest", recipe[1])
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert re.search(r"^make test$", ci, re.MULTILINE)
+
+
+def test_chromium_is_the_one_on_path_and_playwright_must_be_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chromium = requirements.REQUIREMENTS["chromium"]
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert chromium.problem() == "chromium is not on PATH"
+    _tool(tmp_path, "chromium")
+    assert requirements.chromium_path() == str(tmp_path / "chromium")
+    assert chromium.problem() is None  # playwright is in the dev extra, so installed here
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    why = chromium.problem()
+    assert why is not None and "playwright" in why
+
+
+def test_make_test_installs_chromium_where_it_is_missing() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    test = re.search(r"^test:(.*)$", makefile, re.MULTILINE)
+    assert test is not None and "chromium" in test[1].split()
+    recipe = re.search(r"^chromium:\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    assert recipe is not None
+    assert "command -v chromium" in recipe[1] and "apt-get install -y -qq chromium" in recipe[1]
+    commands = [line for line in makefile.splitlines() if not line.lstrip().startswith("#")]
+    assert not any("playwright install" in line for line in commands)  # no browser download

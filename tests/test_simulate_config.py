@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import json
+import math
 import statistics
+from dataclasses import replace
 from random import Random
+from typing import Any
 
 import pytest
 
@@ -14,15 +19,21 @@ from handoff_fsm import (
     HandoffOrder,
     TransferTimingMode,
 )
+from handoff_fsm.io import replay
+from handoff_fsm.model import Revision
 from handoff_fsm.simulate import (
     Count,
     CountRange,
     Exponential,
+    FaultPlan,
     Fixed,
+    Simulation,
     SimulationConfig,
+    TraceWriter,
     Uniform,
     simulate,
 )
+from handoff_fsm.simulate.config import MAX_VIRTUAL_MS
 
 
 def test_fixed_is_constant() -> None:
@@ -143,3 +154,67 @@ def test_the_largest_token_counts_run() -> None:
     )
     assert (result.completed, result.canceled, result.timeouts) == (2, 2, 2)
     assert result.ok, result.problems
+
+
+# ------------------------------------------------------------ virtual time stays finite
+
+
+@pytest.mark.parametrize(
+    ("settings", "longest"),
+    [
+        ({"ack_ms": Fixed(1e308), "deadline_ms": None}, "ack_ms"),  # two round trips: inf
+        ({"prefill_ms": Exponential(1e307)}, "prefill_ms"),  # its longest draw is 3.7e308
+        ({"deadline_ms": 1.5e308}, "deadline_ms"),
+        ({"ack_timeout_ms": 1e305}, "ack_timeout_ms"),
+        ({"bandwidth_gb_s": float("nan")}, "transfer delay"),  # a delay that is not a number
+        ({"bandwidth_gb_s": 1e-300, "deadline_ms": None}, "transfer delay"),
+        ({"decode_ms_per_token": Fixed(1e300), "destination_output_tokens": 10}, "decode"),
+        ({"faults": FaultPlan(late_by_ms=1e299)}, "faults.late_by_ms"),
+        ({"handoffs": 2**64 - 1, "deadline_ms": 1e290}, "deadline_ms"),  # many handoffs
+    ],
+)
+def test_a_run_whose_times_could_overflow_is_refused(
+    settings: dict[str, Any], longest: str
+) -> None:
+    with pytest.raises(ValueError, match="virtual ms") as caught:
+        SimulationConfig(**settings)
+    message = str(caught.value)
+    assert f"{MAX_VIRTUAL_MS:g} ms every time must stay under" in message
+    assert f"the longest {longest}" in message
+
+
+EXTREME = [
+    SimulationConfig(handoffs=3, concurrency=1, ack_ms=Fixed(1e297), deadline_ms=None),
+    SimulationConfig(handoffs=4, concurrency=2, prefill_ms=Exponential(1e295)),
+    SimulationConfig(handoffs=2, prompt_tokens=Count(2**64 - 1), deadline_ms=100.0),
+    SimulationConfig(
+        handoffs=40,
+        concurrency=4,
+        faults=FaultPlan.uniform(0.4),
+        cleanup_retries=3,
+        ack_timeout_ms=0.3,
+        seed=5,
+    ),
+    SimulationConfig(
+        handoffs=40,
+        revision=Revision.A976B2BF,
+        faults=replace(FaultPlan.uniform(0.2), decode_cancel=0.5, late_by_ms=1e290),
+        seed=2,
+    ),
+]
+
+
+@pytest.mark.parametrize("config", EXTREME, ids=range(len(EXTREME)))
+def test_every_time_of_an_accepted_run_is_finite_and_within_its_bound(
+    config: SimulationConfig,
+) -> None:
+    assert config.latest_ms <= MAX_VIRTUAL_MS
+    out = io.StringIO()
+    simulation = Simulation(config, recorder=TraceWriter(out, clock=lambda: simulation.now))
+    result = simulation.run()
+    lines = out.getvalue().splitlines()
+    times = [json.loads(line)["at_ms"] for line in lines]
+    assert all(math.isfinite(t) for t in times) and math.isfinite(result.virtual_ms)
+    assert max(times) <= config.latest_ms and result.virtual_ms <= config.latest_ms
+    replies = [json.loads(reply) for reply in replay(lines, revision=config.revision)]
+    assert not [r for r in replies if r.get("error", {}).get("code") == "invalid_time"]

@@ -240,7 +240,7 @@ def test_a_run_with_problems_still_plots_and_says_what_is_missing(
     assert "**Problems: 3** (the first 3):\n\n- h0: never completed\n" in text
     assert "1 handoff never completed (h0): they are in no plot." in text
     assert "| Success | 2 |" in text
-    assert "| faults | custom plan (1 scripted) |" in text
+    assert "| fault rate | custom plan |" in text and "| scripted faults | 1 scripted |" in text
     assert "```sh" not in text  # no command repeats a configuration the CLI cannot make
 
 

@@ -341,3 +341,19 @@ def test_a_snapshot_nested_beyond_the_recursion_limit_is_invalid_not_a_crash() -
     with pytest.raises(hf.HandoffError) as text_raised:
         hf.HandoffCoordinator.restore(deep_json)
     assert text_raised.value.code is hf.HandoffErrorCode.INVALID_SNAPSHOT
+
+
+def test_an_invalid_snapshot_says_which_field_and_why_in_a_bounded_message() -> None:
+    coordinator = hf.HandoffCoordinator(uuid.UUID(int=5), hf.HandoffOrder.SOURCE_FIRST)
+    form = coordinator.snapshot().model_dump(mode="json")
+    cases = {
+        "next_action_id": 10**400,
+        "fallback_transfer_delay_ms": "x" * 1_000_000,
+        "state": ["submitting"] * 100_000,
+    }
+    for field, value in cases.items():
+        with pytest.raises(hf.HandoffError) as raised:
+            hf.HandoffCoordinator.restore({**form, field: value})
+        message = str(raised.value)
+        assert raised.value.code is hf.HandoffErrorCode.INVALID_SNAPSHOT
+        assert field in message and len(message) < 400, message

@@ -1,6 +1,6 @@
 """Every command that reads a trace opens it the same way, and no trace file ends in a traceback.
 
-``replay``, ``lifecycle`` (drawing and ``--list``) and ``diagram --trace`` read
+``replay``, ``lifecycle`` (drawing and ``--list``) and ``diagram`` read
 their trace through one opener (:func:`handoff_fsm.cli.files.trace_lines`):
 bytes, bounded lines, ``-`` for stdin, read errors naming the trace. A file that
 is not UTF-8 is lines the replayer answers ``invalid_input``; a command that
@@ -46,7 +46,7 @@ def _commands(trace: Path, out: Path) -> dict[str, list[str]]:
     return {
         "lifecycle": ["lifecycle", str(trace), "-o", str(out.with_suffix(".mmd"))],
         "lifecycle --list": ["lifecycle", str(trace), "--list"],
-        "diagram": ["diagram", "--trace", str(trace), "-o", str(out.with_suffix(".dot"))],
+        "diagram": ["diagram", str(trace), "-o", str(out.with_suffix(".dot"))],
     }
 
 
@@ -91,7 +91,7 @@ def test_lines_that_are_not_utf8_among_good_ones_are_drawn_around(
     err = capsys.readouterr().err
     assert "line 3 not drawn: invalid_input: line 3: not UTF-8" in err
     assert "line 4 not drawn: invalid_input: line 4: not UTF-8" in err
-    assert main(["diagram", "--trace", str(trace), "-o", str(tmp_path / "c1.dot")]) == 0
+    assert main(["diagram", str(trace), "-o", str(tmp_path / "c1.dot")]) == 0
     dot = (tmp_path / "c1.dot").read_text(encoding="utf-8")
     assert "line 3: invalid_input: line 3: not UTF-8" in dot
 
@@ -104,10 +104,10 @@ def test_diagram_reads_a_trace_from_stdin(
 
     monkeypatch.setattr("sys.stdin", Stdin)
     out = tmp_path / "o.dot"
-    assert main(["diagram", "--trace", "-", "-o", str(out)]) == 0
+    assert main(["diagram", "-", "-o", str(out)]) == 0
     assert "coordinator c1 (SourceFirst), 1 inputs, not complete" in out.read_text("utf-8")
     monkeypatch.setattr("sys.stdin", type("Empty", (), {"buffer": io.BytesIO(b"\xff\n")}))
-    assert main(["diagram", "--trace", "-", "-o", str(out)]) == 2
+    assert main(["diagram", "--trace", "-", "-o", str(out)]) == 2  # the old spelling still works
     assert capsys.readouterr().err.startswith("handoff-fsm diagram: <stdin>: unknown_coordinator: ")
 
 
@@ -117,7 +117,7 @@ def test_diagram_reads_a_trace_from_stdin(
         ["replay", "{trace}", "-o", "{out}.jsonl"],
         ["lifecycle", "{trace}", "-o", "{out}.mmd"],
         ["lifecycle", "{trace}", "--list"],
-        ["diagram", "--trace", "{trace}", "-o", "{out}.dot"],
+        ["diagram", "{trace}", "-o", "{out}.dot"],
     ],
 )
 def test_a_read_error_halfway_names_the_trace(

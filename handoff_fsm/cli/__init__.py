@@ -8,9 +8,12 @@ parser's ``run``), with the options every subcommand shares taken from
 its command runs, so ``handoff-fsm --help`` starts fast. :func:`main` is the one place
 where the environment's refusals (a missing, unreadable or unwritable file, a
 directory where a file was meant, a full disk, a closed standard stream, a
-closed pipe, Ctrl-C) become a one-line ``handoff-fsm <command>: ...`` message
-instead of a traceback. Exit statuses: 0 ok, 1 the checked thing failed, 2
-usage or environment error (130 on Ctrl-C).
+closed pipe, Ctrl-C) and a misnamed output (:class:`~handoff_fsm.cli.files.UsageError`)
+become a one-line ``handoff-fsm <command>: ...`` message instead of a traceback;
+standard output's write errors name it ``<stdout>``, as a file's name the file.
+Exit statuses: 0 ok, 1 the checked thing failed, 2 usage or environment error
+(a missing tool such as Graphviz too, even when part of the output was written),
+130 on Ctrl-C.
 
 Words mean one thing across subcommands: ``--engine`` is how a coordinator runs
 (``compiled`` table or the ``statechart`` interpreter); ``--backend`` is the
@@ -24,12 +27,13 @@ import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn, TextIO, cast
 
-from handoff_fsm.cli import check, diagrams, diff, lifecycle, replay, simulate
+from handoff_fsm.cli import check, diagrams, diff, inspect, lifecycle, replay, simulate
 from handoff_fsm.cli.common import fail
+from handoff_fsm.cli.files import STDOUT_NAME, UsageError, named_errors
 
-COMMANDS: Final = (replay, diagrams, check, simulate, diff, lifecycle)
+COMMANDS: Final = (replay, diagrams, check, simulate, diff, lifecycle, inspect)
 """The modules of this package that declare subcommands, in the order ``--help`` lists them
 (``diagrams`` declares ``diagrams``, ``diagram`` and ``review``)."""
 
@@ -93,9 +97,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     _replace_closed_std_streams()
     run: Callable[[argparse.Namespace], int] = args.run
+    stdout = sys.stdout
+    sys.stdout = cast(TextIO, _NamedStdout(stdout))
+    try:
+        return _run(run, args, command)
+    finally:
+        sys.stdout = stdout
+
+
+def _run(run: Callable[[argparse.Namespace], int], args: argparse.Namespace, command: str) -> int:
     try:
         status = run(args)
         sys.stdout.flush()  # a full disk or a closed pipe on stdout is reported here, not at exit
+    except UsageError as error:
+        _settle_stdout()
+        return fail(command, str(error))
     except BrokenPipeError:  # the reader went away (`| head`): the verdict stands, if any
         _settle_stdout()
         recorded: int = getattr(args, "verdict", 0)
@@ -118,6 +134,29 @@ def _os_error_text(error: OSError) -> str:
     if error.filename is None:
         return reason
     return f"{error.filename!s}: {reason}"
+
+
+class _NamedStdout:
+    """Standard output whose write errors name it (``<stdout>``), as a file's errors do.
+
+    Python's ``OSError`` from a full or failing standard output names nothing; every
+    command's printing goes through ``sys.stdout``, so this is the one place that
+    names it. Anything else is the stream's own.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        with named_errors(STDOUT_NAME):
+            return self._stream.write(text)
+
+    def flush(self) -> None:
+        with named_errors(STDOUT_NAME):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 class _ClosedStream:

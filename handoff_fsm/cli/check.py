@@ -1,8 +1,10 @@
 """``handoff-fsm check``: explore every reachable state and print the verdicts.
 
 Rule kept here: argument handling and printing only; the exploration, the
-invariants and the coverage figures come from :mod:`handoff_fsm.verify`, imported
-when the command runs (the parser is built without them).
+invariants, the coverage figures and the verdict on each step no input took
+(:func:`~handoff_fsm.verify.coverage.untaken_steps`: expected or not, and why) come
+from :mod:`handoff_fsm.verify`, imported when the command runs (the parser is built
+without them).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from handoff_fsm.cli.common import (
     revisions_named,
     verdict,
 )
+from handoff_fsm.cli.system import add_system_options, cli_system, refuse_system_options
 from handoff_fsm.model import HandoffOrder, Revision
 
 if TYPE_CHECKING:
+    from handoff_fsm.engines.compiled import ChartState
     from handoff_fsm.verify.coverage import ChartCoverage
     from handoff_fsm.verify.exploration import ExplorationReport
 
@@ -51,6 +55,7 @@ def register(commands: Commands) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object (each report names its revision)"
     )
+    add_system_options(parser)
     parser.set_defaults(run=cli_check)
 
 
@@ -58,7 +63,11 @@ def register(commands: Commands) -> None:
 
 
 def cli_check(args: argparse.Namespace) -> int:
-    """``handoff-fsm check [--revision R|both] [--order O|both] [--engine E] [--json]``."""
+    """``handoff-fsm check [--revision R|both] [--order O|both] [--engine E] [--json]``;
+    with ``--system``, :func:`~handoff_fsm.cli.system.cli_system`."""
+    if args.system:
+        return cli_system(args)
+    refuse_system_options(args)
     from handoff_fsm.coordinator import HandoffCoordinator
     from handoff_fsm.structure.transitions import chart_transitions, revision_specific_transitions
     from handoff_fsm.verify.exploration import explore
@@ -87,13 +96,18 @@ def cli_check(args: argparse.Namespace) -> int:
         print(f"{_label(revision, orders)}: {_coverage_line(coverage, orders)}")
         for line in _coverage_gaps(coverage, orders, exhausted=exhausted):
             print(f"  {line}")
+    if exhausted and coverages:
+        print(_unreachable_verdict(coverages.values(), orders))
     if len(coverages) > 1:
         covered = _transitions_covered(coverages.values())
         print(
             f"{' + '.join(r.value for r in coverages)}: {len(covered)}/{len(chart_transitions())}"
             " declared chart transitions covered"
         )
-    print("declared chart transitions only one revision can fire:")
+    print(
+        "declared chart transitions only one revision can fire (each revision's guards "
+        "exclude the other's, so neither exploration takes them, as expected):"
+    )
     for revision, specific in revision_specific_transitions().items():
         for index in sorted(specific):
             print(f"  {revision.value} only: {chart_transitions()[index]}")
@@ -111,6 +125,22 @@ def _coverage_by_revision(reports: Iterable[ExplorationReport]) -> dict[Revision
     return merged
 
 
+def _unreachable_verdict(coverages: Iterable[ChartCoverage], orders: Sequence[HandoffOrder]) -> str:
+    """One line: are all the unreachable steps listed above expected?"""
+    from handoff_fsm.verify.coverage import untaken_steps
+
+    judged = [step for coverage in coverages for step in untaken_steps(coverage, orders)]
+    unexpected = sum(not step.expected for step in judged)
+    if not judged:
+        return "every compiled step was taken"
+    if not unexpected:
+        return (
+            f"all {len(judged)} unreachable steps are expected: each waits for an outcome of "
+            "an action never outstanding in its state"
+        )
+    return f"{unexpected} of {len(judged)} unreachable steps are NOT expected (see above)"
+
+
 def _transitions_covered(coverages: Iterable[ChartCoverage]) -> frozenset[int]:
     return frozenset().union(*(coverage.transitions for coverage in coverages))
 
@@ -122,6 +152,7 @@ def _json(
     reports: Sequence[ExplorationReport],
 ) -> dict[str, Any]:
     from handoff_fsm.structure.transitions import chart_transitions, revision_specific_transitions
+    from handoff_fsm.verify.coverage import untaken_steps
 
     declared = chart_transitions()
     coverages = _coverage_by_revision(reports)
@@ -133,6 +164,20 @@ def _json(
         "orders": [report.to_json() for report in reports],
         "coverage": {
             revision.value: coverage.figures(orders) for revision, coverage in coverages.items()
+        },
+        "unreachable_steps": {
+            revision.value: [
+                {
+                    "state": list(step.state.leaves),
+                    "order": step.state.order.value,
+                    "event": step.event,
+                    "expected": step.expected,
+                    "why": step.why,
+                }
+                for step in untaken_steps(coverage, orders)
+            ]
+            for revision, coverage in coverages.items()
+            if all(report.exhausted for report in reports)
         },
         "declared_transitions": {
             "covered": [len(covered), len(declared)],
@@ -162,19 +207,29 @@ def _coverage_gaps(
 ) -> list[str]:
     from handoff_fsm.engines.compiled import compiled_chart
     from handoff_fsm.structure.transitions import chart_transitions
-    from handoff_fsm.verify.coverage import coverage_totals
+    from handoff_fsm.verify.coverage import coverage_totals, untaken_steps
 
     totals = coverage_totals(orders, coverage.revision)
     lines = [
         f"transition never fired: {chart_transitions()[i]}"
         for i in sorted(totals.transitions - coverage.transitions)
     ]
-    why = "unreachable (no explored input takes it)" if exhausted else "not reached"
-    states = compiled_chart(coverage.revision).states
-    for source, event in sorted(totals.steps - coverage.steps):
-        state = states[source]
-        lines.append(f"step {event} in {state.order.value} ({', '.join(state.leaves)}): {why}")
+    if not exhausted:  # a state left unexplored may take any of them: no verdict
+        states = compiled_chart(coverage.revision).states
+        for source, event in sorted(totals.steps - coverage.steps):
+            state = states[source]
+            lines.append(f"step {event} in {_where(state)}: not reached")
+        return lines
+    for step in untaken_steps(coverage, orders):
+        verdict = "as expected" if step.expected else "NOT expected"
+        lines.append(
+            f"step {step.event} in {_where(step.state)}: unreachable, {verdict}: {step.why}"
+        )
     return lines
+
+
+def _where(state: ChartState) -> str:
+    return f"{state.order.value} ({', '.join(state.leaves)})"
 
 
 def _print_report(report: ExplorationReport) -> None:

@@ -4,7 +4,8 @@ Rule kept here: an option two subcommands take is declared once, here, and takes
 same values everywhere: ``--revision`` takes the names of
 :class:`~handoff_fsm.model.Revision` and hands the library a ``Revision``, ``--engine``
 the coordinator's :data:`~handoff_fsm.coordinator.ENGINES`, a trace is ``TRACE`` or
-``-``. A subcommand that cannot do what it was asked says so in one line on stderr
+``-``, a count is ASCII digits (:func:`natural`) and every float option is read by
+:func:`real_number`. A subcommand that cannot do what it was asked says so in one line on stderr
 through :func:`fail`, and exits 2. Nothing here imports more than the protocol's own
 package, so ``handoff-fsm --help`` stays light.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 from enum import StrEnum
 from typing import Final, TypeAlias
@@ -105,13 +108,32 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=ENGINES, default="compiled", help=_ENGINE_HELP)
 
 
-def add_trace(parser: argparse.ArgumentParser, *, option: bool = False) -> None:
-    """The trace a command reads: ``TRACE`` (or ``--trace TRACE``); ``-`` is stdin."""
+def add_trace(parser: argparse.ArgumentParser, *, old_option: bool = False) -> None:
+    """The trace a command reads: ``TRACE``; ``-`` is stdin.
+
+    With ``old_option``, ``--trace TRACE`` (``diagram``'s spelling before it took the
+    trace like ``replay`` and ``lifecycle``) still works; :func:`trace_of` reads the
+    trace either way.
+    """
     what = "trace file (JSON lines), or - for stdin"
-    if option:
-        parser.add_argument("--trace", required=True, metavar="TRACE", help=what)
+    if old_option:
+        parser.add_argument("trace", nargs="?", metavar="TRACE", help=what)
+        parser.add_argument(
+            "--trace", dest="trace_option", metavar="TRACE", help="the same as TRACE (old spelling)"
+        )
     else:
         parser.add_argument("trace", metavar="TRACE", help=what)
+
+
+def trace_of(args: argparse.Namespace) -> str:
+    """The trace given as ``TRACE`` or (see :func:`add_trace`) ``--trace TRACE``, once."""
+    trace: str | None = args.trace
+    old: str | None = getattr(args, "trace_option", None)
+    if trace is not None and old is not None:
+        args.parser.error("give the trace once: TRACE (--trace TRACE is its old spelling)")
+    if trace is None and old is None:
+        args.parser.error("the following arguments are required: TRACE")
+    return trace if trace is not None else str(old)
 
 
 def add_coordinator(parser: argparse.ArgumentParser) -> None:
@@ -130,6 +152,30 @@ def natural(text: str) -> int:
             f"expected a whole number (digits 0-9), got {quoted(text)}"
         )
     return int(text)
+
+
+_NUMBER: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A number as a person types it in ASCII: digits, at most one point, an exponent."""
+_NON_FINITE: Final = frozenset({"nan", "inf", "infinity"})
+
+
+def real_number(text: str) -> float:
+    """The one reader of every float option: ASCII only, and the text itself in errors.
+
+    ``float()`` would also take Arabic-Indic or fullwidth digits, ' 0.5', '0_5' and
+    '1e400' (read as infinity). Here a number is ``[+-]digits[.digits][e[+-]digits]``,
+    or nan/inf/infinity spelled out (ASCII, any case), which reach the setting's own
+    check and are refused there with its code; a finite spelling beyond a float's range
+    is refused here, quoting what was typed.
+    """
+    if _NUMBER.fullmatch(text) is None and text.lstrip("+-").lower() not in _NON_FINITE:
+        raise argparse.ArgumentTypeError(
+            f"expected a number in ASCII digits (such as 0.5 or 1e-3), got {quoted(text)}"
+        )
+    value = float(text)
+    if _NUMBER.fullmatch(text) is not None and value in (math.inf, -math.inf):
+        raise argparse.ArgumentTypeError(f"number out of range, got {quoted(text)}")
+    return value
 
 
 def positive(text: str) -> int:

@@ -2,8 +2,10 @@
 
 Rule kept here: argument handling and printing only; the exploration is
 :func:`handoff_fsm.verify.diff.diff`, the review folder
-:func:`handoff_fsm.review.diffreview.write_diff_review`. Exit status 0 when
-the sides are equivalent, 1 when they differ, 2 when the diff could not run.
+:func:`handoff_fsm.review.diffreview.write_diff_review`. ``-o DIR`` follows the
+one output rule (:func:`~handoff_fsm.cli.files.check_outputs`), checked before
+the exploration runs. Exit status 0 when the sides are equivalent, 1 when they
+differ, 2 when the diff could not run.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from handoff_fsm.cli.common import Commands, fail, positive, verdict
+from handoff_fsm.cli.files import Kind, Output, check_outputs
 from handoff_fsm.errors import HandoffError
 
 if TYPE_CHECKING:
@@ -52,6 +55,11 @@ def cli_diff(args: argparse.Namespace) -> int:
     """``handoff-fsm diff A B [--json] [-o DIR] [--max-states N]``."""
     from handoff_fsm.verify.diff import diff
 
+    if args.output is not None:
+        from handoff_fsm.review.diffreview import OWNED
+
+        why = "the review of a change is many files, written into a folder"
+        check_outputs([Output("-o", args.output, Kind.FOLDER, owns=OWNED.fullmatch, why=why)])
     try:
         report = diff(
             args.a,

@@ -11,20 +11,21 @@ output suffix, Graphviz missing) is one line on stderr, naming the trace and
 the code where it has one, and exit status 2 (a file that cannot be read
 or written is :func:`handoff_fsm.cli.main`'s one line, naming the file);
 lines of the trace that name no coordinator are listed on stderr and drawn
-nowhere.
+nowhere. ``-o`` follows the one output rule
+(:func:`~handoff_fsm.cli.files.check_outputs`), checked before the trace is
+read, and the drawing replaces it atomically.
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from handoff_fsm.cli.common import Commands, add_coordinator, add_revision, add_trace, fail
-from handoff_fsm.cli.files import named_errors, trace_lines, trace_name
+from handoff_fsm.cli.files import Kind, Output, check_outputs, trace_lines, trace_name, write_output
 from handoff_fsm.errors import HandoffError
 
 if TYPE_CHECKING:
@@ -124,12 +125,11 @@ def cli_lifecycle(args: argparse.Namespace) -> int:
     if not args.list:
         if output is None:
             return _fail("say where to draw it: -o OUT (.mmd, .md, .svg or .png), or use --list")
+        formats = ", ".join(LIFECYCLE_SUFFIXES)
+        why = f"a lifecycle's format is its file's suffix ({formats})"
+        check_outputs([Output("-o", args.output, Kind.FILE, why=why)], inputs=[args.trace])
         if output.suffix.lower() not in LIFECYCLE_SUFFIXES:
-            return _fail(
-                f"-o {output.name}: a lifecycle is written as {', '.join(LIFECYCLE_SUFFIXES)}"
-            )
-        if output.parent.exists() and not output.parent.is_dir():  # before any reading
-            raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(output.parent))
+            return _fail(f"-o {output.name}: a lifecycle is written as {formats}")
     try:
         with trace_lines(args.trace) as lines:  # a file error is main()'s one line
             if args.list:
@@ -144,8 +144,6 @@ def cli_lifecycle(args: argparse.Namespace) -> int:
         data = lifecycle_bytes(lifecycle_of(run, title=args.title), output.suffix)
     except GraphvizError as error:
         return _fail(str(error))
-    with named_errors(str(output)):
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_bytes(data)
+    write_output(args.output, data)
     print(f"wrote {output} (coordinator {_shown(run.coordinator)}, {run.inputs} inputs)")
     return 0

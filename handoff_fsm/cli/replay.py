@@ -5,7 +5,10 @@ is the library's (:class:`~handoff_fsm.io.replay.TraceReplayer`, the same object
 :func:`~handoff_fsm.io.replay.replay` runs, read here for ``--strict``'s count of
 refused lines). The trace is read by the one trace opener
 (:func:`~handoff_fsm.cli.files.trace_lines`), in bounded memory, so even a
-gigabyte line costs at most ``--max-line-bytes``.
+gigabyte line costs at most ``--max-line-bytes``. The replies stream into their
+output by the one output rule (:func:`~handoff_fsm.cli.files.check_outputs`,
+:func:`~handoff_fsm.cli.files.output_text`): a file is replaced only once every
+line is answered, so a failed run leaves the previous output whole.
 """
 
 from __future__ import annotations
@@ -13,10 +16,15 @@ from __future__ import annotations
 import argparse
 
 from handoff_fsm.cli.common import Commands, add_engine, add_revision, add_trace, natural, positive
-from handoff_fsm.cli.files import OverwriteError, output_text, same_file, trace_lines
+from handoff_fsm.cli.files import Kind, Output, check_outputs, output_text, trace_lines
 from handoff_fsm.errors import quoted
 from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES, LARGEST_MAX_LINE_BYTES
-from handoff_fsm.io.replay import DEFAULT_REMEMBER_COMPLETED, TraceReplayer
+from handoff_fsm.io.replay import (
+    DEFAULT_REMEMBER_BYTES,
+    DEFAULT_REMEMBER_COMPLETED,
+    KEPT_COORDINATOR_BYTES,
+    TraceReplayer,
+)
 
 
 def register(commands: Commands) -> None:
@@ -45,10 +53,21 @@ def register(commands: Commands) -> None:
         default=str(DEFAULT_REMEMBER_COMPLETED),
         metavar="N",
         type=_remember,
-        help=f"how many completed coordinators keep answering late lines exactly as the "
-        f"coordinator would (default {DEFAULT_REMEMBER_COMPLETED}); older ones are kept by key "
-        "and completion only (a second 'new' is duplicate_coordinator, any other line "
-        "forgotten_coordinator); 'all' keeps every one in full",
+        help=f"how many completed coordinators are kept whole, answering late lines exactly "
+        f"as the coordinator would (default {DEFAULT_REMEMBER_COMPLETED}, within "
+        "--remember-bytes); older ones are kept by key and completion only (a second 'new' "
+        "is duplicate_coordinator, any other line forgotten_coordinator), except one that "
+        "can still change (a976b2bf after Success), kept as a record of its snapshot that "
+        "still answers exactly; 'all' keeps every one in full, whatever its size",
+    )
+    parser.add_argument(
+        "--remember-bytes",
+        default=str(DEFAULT_REMEMBER_BYTES),
+        metavar="B",
+        type=_remember_bytes,
+        help=f"what the coordinators --remember keeps may count in all (default "
+        f"{DEFAULT_REMEMBER_BYTES}, 16 MiB): each counts {KEPT_COORDINATOR_BYTES} bytes plus "
+        "its key's UTF-8 length, so long keys keep fewer; 'all': no bound",
     )
     parser.add_argument(
         "--max-line-bytes",
@@ -76,6 +95,17 @@ def _remember(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected a count or 'all', got {quoted(text)}") from None
 
 
+def _remember_bytes(text: str) -> int | None:
+    if text == "all":
+        return None
+    try:
+        return natural(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of bytes or 'all', got {quoted(text)}"
+        ) from None
+
+
 def _line_bytes(text: str) -> int:
     value = positive(text)
     if value > LARGEST_MAX_LINE_BYTES:
@@ -87,12 +117,12 @@ def _line_bytes(text: str) -> int:
 
 def cli_replay(args: argparse.Namespace) -> int:
     """``handoff-fsm replay TRACE|- [-o OUT] [--engine E] [--revision R] [--remember N] ...``."""
-    if same_file(args.trace, args.output):
-        raise OverwriteError("the output would overwrite the trace it replays", args.output)
+    check_outputs([Output("-o", args.output, Kind.STREAM)], inputs=[args.trace])
     with trace_lines(args.trace, args.max_line_bytes) as lines, output_text(args.output) as out:
         replayer = TraceReplayer(
             engine=args.engine,
             remember_completed=args.remember,
+            remember_bytes=args.remember_bytes,
             max_line_bytes=args.max_line_bytes,
             revision=args.revision,
         )

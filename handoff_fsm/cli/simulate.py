@@ -15,10 +15,9 @@ error (for example ``--backend trtllm``, which has no handoff order, or
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -35,9 +34,18 @@ from handoff_fsm.cli.common import (
     add_revision,
     fail,
     natural,
+    real_number,
     verdict,
 )
-from handoff_fsm.cli.files import named_errors
+from handoff_fsm.cli.files import (
+    Kind,
+    Output,
+    UsageError,
+    check_outputs,
+    create_parent_folders,
+    named_errors,
+    output_text,
+)
 from handoff_fsm.errors import HandoffError
 from handoff_fsm.model import Backend
 
@@ -76,7 +84,7 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument(
         "--fault-rate",
-        type=float,
+        type=real_number,
         default=0.0,
         metavar="P",
         help="probability in [0, 1] of a fault per acknowledgement, transfer and handoff "
@@ -84,7 +92,7 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument(
         "--decode-cancel-rate",
-        type=float,
+        type=real_number,
         default=0.0,
         metavar="P",
         help="probability in [0, 1] that a request whose handoff succeeded is canceled while "
@@ -98,6 +106,7 @@ def register(commands: Commands) -> None:
     parser.add_argument(
         "--seed", type=natural, default=0, metavar="S", help="random seed (default 0)"
     )
+    _add_session_options(parser)
     parser.add_argument(
         "--trace",
         metavar="OUT",
@@ -120,12 +129,69 @@ def register(commands: Commands) -> None:
     parser.set_defaults(run=cli_simulate)
 
 
+def _ms_or_off(text: str) -> float | None:
+    """``off`` (no such timer) or a number of virtual ms, read by the one float reader (the
+    configuration judges the number)."""
+    if text == "off":
+        return None
+    try:
+        return real_number(text)
+    except argparse.ArgumentTypeError as error:
+        raise argparse.ArgumentTypeError(f"{error} (a number of ms, or off)") from None
+
+
+SESSION_OPTIONS: tuple[tuple[str, Callable[[str], float | int | None], str, str], ...] = (
+    (
+        "--deadline-ms",
+        _ms_or_off,
+        "MS|off",
+        "a handoff not complete MS virtual ms after it started gets TimedOut (default 1000; "
+        "off: no deadline)",
+    ),
+    (
+        "--ack-timeout-ms",
+        _ms_or_off,
+        "MS|off",
+        "a work action not acknowledged MS virtual ms after it was sent is fed as Failed "
+        "(default off: the deadline ends a handoff whose acknowledgement was lost)",
+    ),
+    (
+        "--cleanup-retry-ms",
+        real_number,
+        "MS",
+        "a cancel not acknowledged MS virtual ms after it was sent is sent again (default 20)",
+    ),
+    (
+        "--cleanup-retries",
+        natural,
+        "N",
+        "how many times a cancel is sent again before it is abandoned (default 10)",
+    ),
+)
+"""The session policy's settings, named as :class:`~handoff_fsm.simulate.SimulationConfig`
+names them; an option not given leaves the configuration's default (which the help quotes,
+and tests/test_simulate_cli.py checks against the configuration)."""
+
+
+def _add_session_options(parser: argparse.ArgumentParser) -> None:
+    for option, read, metavar, help in SESSION_OPTIONS:
+        parser.add_argument(
+            option, type=read, default=argparse.SUPPRESS, metavar=metavar, help=help
+        )
+
+
+def _session(args: argparse.Namespace) -> dict[str, Any]:
+    """The session settings given on the command line, by configuration field name."""
+    names = (option.removeprefix("--").replace("-", "_") for option, *_ in SESSION_OPTIONS)
+    return {name: getattr(args, name) for name in names if hasattr(args, name)}
+
+
 def cli_simulate(args: argparse.Namespace) -> int:
     """``handoff-fsm simulate --backend B --handoffs N --concurrency C --fault-rate P --seed S``."""
     from rich.console import Console
 
     from handoff_fsm.render.plots import PlotsUnavailableError, require_matplotlib
-    from handoff_fsm.simulate.config import command_config
+    from handoff_fsm.simulate.config import command_config, settings
     from handoff_fsm.simulate.driver import Simulation
     from handoff_fsm.simulate.phases import timed_simulation
     from handoff_fsm.simulate.summary import summarize
@@ -141,6 +207,7 @@ def cli_simulate(args: argparse.Namespace) -> int:
             decode_cancel_rate=args.decode_cancel_rate,
             engine=args.engine,
             revision=args.revision,
+            **_session(args),
         )
     except HandoffError as error:  # unsupported_backend
         return _usage_error(args, error.code.value, error.message)
@@ -152,8 +219,10 @@ def cli_simulate(args: argparse.Namespace) -> int:
             require_matplotlib()  # before the run, which may be long
         except PlotsUnavailableError as error:
             return _usage_error(args, "missing_dependency", str(error))
-        if plots.exists() and not plots.is_dir():
-            raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(plots))
+    try:
+        outputs = _outputs(args)  # before the run: a misnamed output costs nothing
+    except UsageError as error:
+        return _usage_error(args, "invalid_argument", str(error))
 
     show_progress = (
         not args.json
@@ -163,9 +232,9 @@ def cli_simulate(args: argparse.Namespace) -> int:
     )
     with ExitStack() as stack:
         trace: TextIO | None = None
-        if args.trace:
-            stack.enter_context(named_errors(args.trace))  # a full disk names the trace file
-            trace = stack.enter_context(open(args.trace, "w", encoding="utf-8"))
+        if args.trace is not None:  # streamed, and replaces the file only once the run ends
+            create_parent_folders(outputs)  # --trace DIR/run.jsonl --plots DIR, DIR new
+            trace = stack.enter_context(output_text(args.trace))
         on_progress = stack.enter_context(_progress_bar(config.handoffs)) if show_progress else None
         # each trace line carries the virtual time it was fed at (read while the run runs)
         writer = TraceWriter(trace, clock=lambda: simulation.now) if trace is not None else None
@@ -193,8 +262,24 @@ def cli_simulate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
-        print_summary(summary, Console(highlight=False))
+        print_summary(summary, Console(highlight=False), settings(config))
     return status
+
+
+def _outputs(args: argparse.Namespace) -> list[Output]:
+    """``--trace`` and ``--plots``, checked by the one output rule (refusing one into the other)."""
+    from handoff_fsm.review.simulation import PLOT_FILES
+
+    outputs = []
+    if args.trace is not None:
+        why = "standard output carries the summary"
+        outputs.append(Output("--trace", args.trace, Kind.FILE, why=why))
+    if args.plots is not None:
+        why = "the plots are several files, written into a folder"
+        owns = PLOT_FILES.__contains__
+        outputs.append(Output("--plots", args.plots, Kind.FOLDER, owns=owns, why=why))
+    check_outputs(outputs)
+    return outputs
 
 
 def _usage_error(args: argparse.Namespace, code: str, message: str) -> int:
@@ -230,14 +315,20 @@ def _progress_bar(total: int) -> Iterator[Callable[[int], None]]:
         yield advance
 
 
-def print_summary(summary: dict[str, Any], console: Console) -> None:
-    """Print ``summary`` as a table (with wall-clock throughput) and any problems."""
+def print_summary(
+    summary: dict[str, Any], console: Console, settings: Sequence[tuple[str, str]] = ()
+) -> None:
+    """Print the run's ``settings`` (every one, :func:`~handoff_fsm.simulate.config.settings`),
+    then ``summary`` as a table (with wall-clock throughput), then any problems."""
     from rich.markup import escape
     from rich.table import Table
 
     from handoff_fsm.simulate.summary import rows, title
 
-    table = Table(title=title(summary), title_justify="left")
+    if settings:
+        said = "; ".join(f"{name} {value}" for name, value in settings)
+        console.print(escape(f"handoff-fsm simulate: {said}"))
+    table = Table(title=None if settings else title(summary), title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for metric, value in rows(summary):

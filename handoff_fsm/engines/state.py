@@ -67,3 +67,11 @@ class EngineRun(Protocol):
     """
 
     state: EngineState
+
+    def checkpoint(self) -> object:
+        """Everything a step may change in the run (not the engine's state), as a value."""
+        ...
+
+    def rollback(self, checkpoint: object, /) -> None:
+        """Put the run back as it was when ``checkpoint`` was taken."""
+        ...

@@ -5,7 +5,9 @@ face as a compiled :class:`~handoff_fsm.engines.compiled.ChartState` (``steps``,
 ``is_complete``, ``completion``, ``leaves``, ``fields``), but each step sends the
 event to a live :class:`~handoff_fsm.chart.HandoffChart`, whose model forwards
 every effect to the handoff's :class:`~handoff_fsm.run.HandoffRun`. Slow (the
-framework runs per event); for debugging, listeners and live diagrams. Both
+framework runs per event); for debugging, listeners and live diagrams. A step is
+all or nothing: when anything raises during it (a listener, too), the chart and
+the run are put back as they were before it. Both
 engines agree on every reachable input (``tests/test_engines.py``).
 """
 
@@ -22,7 +24,7 @@ from handoff_fsm.engines.compiled import (
 )
 from handoff_fsm.engines.harness import effects_model
 from handoff_fsm.engines.state import EngineRun, StepFunction
-from handoff_fsm.model import HandoffCompletion
+from handoff_fsm.model import HandoffCompletion, HandoffOrder
 
 
 class LiveChartState:
@@ -83,7 +85,23 @@ def _sending(event: str) -> StepFunction:
         assert isinstance(live, LiveChartState)
         outbox: list[Any] = []
         live.adapter.outbox = outbox
-        live.chart.send(event, **({PAYLOAD: payload} if payload is not None else {}))
+        chart = live.chart
+        # The framework calls code it does not own (listeners) between the changes of one
+        # step; whatever raises, the step takes back every change it made, chart and run.
+        configuration, fields, saved = chart.current_state_value, chart.fields(), run.checkpoint()
+        try:
+            chart.send(event, **({PAYLOAD: payload} if payload is not None else {}))
+        except BaseException:
+            run.rollback(saved)
+            if chart.is_terminated:
+                # It raised after entering a final state, where the framework's engine
+                # stops for good: the chart goes on as a new instance, listeners and all.
+                live.chart = _chart(live.adapter, fields, configuration)
+                live.chart.add_listener(*chart.active_listeners)  # type: ignore[no-untyped-call]
+            else:
+                chart.current_state_value = configuration
+                chart.load_fields(fields)
+            raise
         return outbox
 
     return step
@@ -114,3 +132,17 @@ def live_state(run: EngineRun, start: ChartState) -> LiveChartState:
         state_field="configuration",
     )
     return LiveChartState(chart, adapter)
+
+
+def _chart(adapter: Any, fields: ChartFields, configuration: Any) -> HandoffChart:
+    """A new chart on ``adapter`` with these fields, in ``configuration`` (the raw value
+    the framework keeps: one state id, or an ordered set of them)."""
+    chart = HandoffChart(
+        adapter,
+        HandoffOrder.SOURCE_FIRST if fields.source_first else HandoffOrder.DESTINATION_FIRST,
+        fields.revision,
+        fields=fields,
+        configuration=(configuration,) if isinstance(configuration, str) else tuple(configuration),
+        state_field="configuration",
+    )
+    return chart

@@ -16,14 +16,17 @@ coded reply (``invalid_input``, ``line_too_long``, ...), read with replay's own
 JSON reader (:func:`~handoff_fsm.io.jsontext.loads`), and a coordinator the
 trace never creates is a :class:`~handoff_fsm.errors.TraceError`
 (``unknown_coordinator``).
-Memory stays bounded by ``max_steps`` for the followed coordinator and by a
-few fields per coordinator for :func:`list_coordinators`.
+:func:`follow_all` follows every coordinator of a trace in that same one replay (a
+trace of many handoffs is replayed once, not once per handoff), each run exactly the
+one :func:`follow` gives for its key. Memory stays bounded by ``max_steps`` per
+followed coordinator, by ``max_coordinators`` followed ones for :func:`follow_all`,
+and by a few fields per coordinator for :func:`list_coordinators`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
 from typing import Any, Final
 from uuid import UUID
 
@@ -34,7 +37,7 @@ from handoff_fsm.errors import ErrorCode, HandoffError, handoff_error
 from handoff_fsm.io.errors import TraceErrorCode
 from handoff_fsm.io.inputs import Input
 from handoff_fsm.io.jsontext import loads
-from handoff_fsm.io.lines import OverlongLine
+from handoff_fsm.io.lines import OverlongLine, line_size
 from handoff_fsm.io.replay import ReplayStep, TraceReplayer
 from handoff_fsm.model import (
     HandoffAction,
@@ -43,7 +46,7 @@ from handoff_fsm.model import (
     IssuedHandoffAction,
     Revision,
 )
-from handoff_fsm.structure.transitions import chart_state_of, rejection_transition, step_transitions
+from handoff_fsm.structure.transitions import chart_state_of, fired_in_order, rejection_transition
 
 TraceLine = str | bytes
 """A trace line as text or bytes (an :class:`~handoff_fsm.io.lines.OverlongLine` is bytes)."""
@@ -81,6 +84,8 @@ class FollowedStep:
     """Line of the trace (1-based)."""
     op: str
     """The line's ``op`` as written (``"?"`` when it has none)."""
+    text: str
+    """The line as read, for people (:func:`line_text`)."""
     input: Input | None
     """The decoded input; ``None`` for a malformed line or a repeated ``new``."""
     at_ms: float | None
@@ -91,8 +96,8 @@ class FollowedStep:
     before: ChartState
     after: ChartState
     transitions: tuple[int, ...]
-    """Indexes of the declared transitions it fired
-    (:func:`~handoff_fsm.structure.transitions.step_transitions`; see
+    """Indexes of the declared transitions it fired, in the order the framework fired them
+    (:func:`~handoff_fsm.structure.transitions.fired_in_order`; see
     :class:`~handoff_fsm.structure.describe.Edge`)."""
     rejected_by: int | None
     """The rejecting transition that turned its event down, if one did."""
@@ -105,6 +110,12 @@ class FollowedStep:
     """The coordinator was complete before this line (issued Complete, not reopened since)."""
     completion: HandoffCompletion | None
     """The completion the reply reported."""
+    outstanding: tuple[IssuedHandoffAction, ...]
+    """The coordinator's :attr:`~handoff_fsm.coordinator.HandoffCoordinator.outstanding`
+    after the line: the actions still awaiting their outcome."""
+    reply: str
+    """The reply line ``handoff-fsm replay`` prints for it
+    (:attr:`~handoff_fsm.io.replay.ReplayStep.text`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +129,8 @@ class FollowedRun:
     fallback_transfer_delay_ms: float
     new_line: int
     """The trace line that created it."""
+    new_text: str
+    """That line as read, for people (:func:`line_text`)."""
     new_at_ms: float | None
     steps: tuple[FollowedStep, ...]
     omitted: int
@@ -165,6 +178,25 @@ class CoordinatorSummary:
 
 
 # ---------------------------------------------------------------------- reading lines
+
+
+LINE_TEXT_LIMIT: Final = 2000
+"""Characters of a line kept as its text (:attr:`FollowedStep.text`); the rest is counted."""
+
+
+def line_text(line: TraceLine) -> str:
+    """A trace line for people: decoded (a byte that is not UTF-8 shown as U+FFFD), without
+    its newline, and cut after :data:`LINE_TEXT_LIMIT` characters with its size said."""
+    head = line[: LINE_TEXT_LIMIT * 4 + 1]
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    text = text.removesuffix("\n").removesuffix("\r")
+    if (
+        len(text) <= LINE_TEXT_LIMIT
+        and len(head) == len(line)
+        and not isinstance(line, OverlongLine)
+    ):
+        return text
+    return f"{text[:LINE_TEXT_LIMIT]}… ({line_size(line):,} bytes)"
 
 
 def _read(line: TraceLine) -> dict[str, Any] | None:
@@ -279,7 +311,7 @@ _NAMED: Final = 5
 
 
 def _fired(
-    transitions: dict[tuple[int, str], frozenset[int]],
+    transitions: dict[tuple[int, str], tuple[int, ...]],
     event: str | None,
     *,
     before: ChartState,
@@ -292,7 +324,7 @@ def _fired(
         return (), None
     if error is None:
         if actions or after is not before:
-            return tuple(sorted(transitions[(before.index, event)])), None
+            return transitions[(before.index, event)], None
         return (), None
     if error[0] in _REJECTION_CODES:
         return (), rejection_transition(before.leaves, event, error[0])
@@ -317,6 +349,182 @@ def _no_such(
     return message
 
 
+@dataclass(slots=True)
+class _Following:
+    """One coordinator being followed: what it did so far, line by line."""
+
+    key: str
+    coordinator: HandoffCoordinator
+    new_line: int
+    new_text: str
+    new_at_ms: float | None
+    max_steps: int
+    steps: list[FollowedStep] = field(default_factory=list)
+    kinds: dict[int, type[HandoffAction]] = field(default_factory=dict)
+    issued: list[IssuedHandoffAction] = field(default_factory=list)
+    completion: HandoffCompletion | None = None
+    complete: bool = False
+    omitted: int = 0
+    inputs: int = 0
+    rejected: int = 0
+
+    def record(
+        self,
+        number: int,
+        line: TraceLine,
+        fields: dict[str, Any],
+        replied: ReplayStep,
+        *,
+        before: ChartState,
+        snapshot: object,
+        current: HandoffCoordinator,
+        at_ms: float | None,
+    ) -> None:
+        """What line ``number`` (which names this coordinator) did to it."""
+        self.coordinator = current
+        error = _error(replied)
+        applied = error is None or error[0] not in _NOT_APPLIED
+        read_whole = error is not None and error[0] in _READ
+        op = _input(fields) if applied or read_whole else None
+        event = _event(op, self.kinds) if applied else None
+        actions = replied.actions
+        for action in actions:
+            self.kinds[action.id] = type(action.action)
+        self.issued += actions
+        late = self.complete  # a976b2bf: a reopened handoff is no longer complete
+        self.completion = current.completion
+        self.complete = current.is_complete
+        self.inputs += 1
+        self.rejected += error is not None
+        if len(self.steps) >= self.max_steps:
+            self.omitted += 1
+            return
+        after = _state_of(current)
+        fired, rejected_by = _fired(
+            fired_in_order(current.revision),
+            event,
+            before=before,
+            after=after,
+            actions=actions,
+            error=error,
+        )
+        self.steps.append(
+            FollowedStep(
+                number=len(self.steps) + 1,
+                line=number,
+                op=str(fields.get("op", "?")),
+                text=line_text(line),
+                input=op,
+                at_ms=at_ms,
+                event=event,
+                before=before,
+                after=after,
+                transitions=fired,
+                rejected_by=rejected_by,
+                changed=current.snapshot() != snapshot,
+                actions=actions,
+                error=error,
+                late=late,
+                completion=self.completion,
+                outstanding=current.outstanding,
+                reply=replied.text,
+            )
+        )
+
+    def run(self, unattributed: list[tuple[int, ErrorCode, str]], count: int) -> FollowedRun:
+        current = self.coordinator
+        return FollowedRun(
+            coordinator=self.key,
+            handoff_id=current.handoff_id,
+            order=current.order,
+            revision=current.revision,
+            fallback_transfer_delay_ms=current.fallback_transfer_delay_ms,
+            new_line=self.new_line,
+            new_text=self.new_text,
+            new_at_ms=self.new_at_ms,
+            steps=tuple(self.steps),
+            omitted=self.omitted,
+            inputs=self.inputs,
+            rejected=self.rejected,
+            unattributed=tuple(unattributed),
+            unattributed_count=count,
+            final_state=current.state,
+            completion=self.completion,
+            issued=tuple(self.issued),
+        )
+
+
+@dataclass(slots=True)
+class _Tracer:
+    """One replay of a trace, following the coordinators ``choose`` picks as they are created.
+
+    ``choose(key, followed)`` is asked once per coordinator the trace creates, with the
+    number already followed. Only the lines of followed coordinators cost a snapshot.
+    """
+
+    replayer: TraceReplayer
+    choose: Callable[[str, int], bool]
+    max_steps: int
+    following: dict[str, _Following] = field(default_factory=dict)
+    passed: list[str] = field(default_factory=list)
+    """Coordinators created but not followed (the first few, for messages)."""
+    passed_count: int = 0
+    unattributed: list[tuple[int, ErrorCode, str]] = field(default_factory=list)
+    unattributed_count: int = 0
+
+    def trace(self, lines: Iterable[TraceLine]) -> None:
+        for number, line in enumerate(lines, start=1):
+            self.line(number, line)
+
+    def line(self, number: int, line: TraceLine) -> None:
+        fields = _read(line)
+        named = fields.get("coordinator") if fields is not None else None
+        followed = self.following.get(named) if isinstance(named, str) else None
+        if followed is not None:
+            current = self.replayer.coordinator(followed.key) or followed.coordinator
+            before, snapshot = _state_of(current), current.snapshot()
+        replied = self.replayer.step(line, number)
+        key = replied.key
+        if key is None:
+            error = _error(replied)
+            if error is not None:
+                self.unattributed_count += 1
+                if len(self.unattributed) < MAX_UNATTRIBUTED:
+                    self.unattributed.append((number, *error))
+            return
+        if followed is not None and key == followed.key:
+            assert fields is not None
+            current = self.replayer.coordinator(key) or current
+            followed.record(
+                number,
+                line,
+                fields,
+                replied,
+                before=before,
+                snapshot=snapshot,
+                current=current,
+                at_ms=self.replayer.line_at_ms,
+            )
+            return
+        if not replied.created or key in self.following:
+            return
+        created = self.replayer.coordinator(key)
+        if created is None or not self.choose(key, len(self.following)):
+            self.passed_count += 1
+            if len(self.passed) <= _NAMED:
+                self.passed.append(key)
+            return
+        self.following[key] = _Following(
+            key, created, number, line_text(line), replied.at_ms, self.max_steps
+        )
+
+    def runs(self) -> tuple[FollowedRun, ...]:
+        return tuple(
+            followed.run(self.unattributed, self.unattributed_count)
+            for followed in self.following.values()
+        )
+
+
 def follow(
     lines: Iterable[TraceLine],
     coordinator: str | None = None,
@@ -331,110 +539,69 @@ def follow(
     when the trace creates no such coordinator. Every other problem of the trace is an
     error reply, kept in the run.
     """
-    replayer = TraceReplayer(remember_completed=None, revision=Revision(revision))
-    target = coordinator
-    current: HandoffCoordinator | None = None
-    created: dict[str, Any] = {}
-    steps: list[FollowedStep] = []
-    unattributed: list[tuple[int, ErrorCode, str]] = []
-    unattributed_count = omitted = inputs = rejected = 0
-    kinds: dict[int, type[HandoffAction]] = {}
-    others: list[str] = []
-    issued: list[IssuedHandoffAction] = []
-    completion: HandoffCompletion | None = None
-    complete = False
-    transitions = None
-    for number, line in enumerate(lines, start=1):
-        fields = _read(line)
-        followed = (
-            current is not None and fields is not None and fields.get("coordinator") == target
-        )
-        if followed:
-            assert current is not None
-            before = _state_of(current)
-            snapshot = current.snapshot()
-        replied = replayer.step(line, number)
-        key = replied.key
-        error = _error(replied)
-        if key is None:
-            if error is not None:
-                unattributed_count += 1
-                if len(unattributed) < MAX_UNATTRIBUTED:
-                    unattributed.append((number, *error))
-            continue
-        if current is None:
-            if replied.created and target not in (None, key) and len(others) <= _NAMED:
-                others.append(key)
-            if replied.created and target in (None, key):
-                target = key
-                current = replayer.coordinator(key)
-                created = {"line": number, "at_ms": replied.at_ms}
-            continue
-        if not followed or key != target:
-            continue
-        assert fields is not None
-        current = replayer.coordinator(key) or current
-        applied = error is None or error[0] not in _NOT_APPLIED
-        read_whole = error is not None and error[0] in _READ
-        op = _input(fields) if applied or read_whole else None
-        event = _event(op, kinds) if applied else None
-        actions = replied.actions
-        for action in actions:
-            kinds[action.id] = type(action.action)
-        issued += actions
-        late = complete  # a976b2bf: a reopened handoff is no longer complete
-        completion = current.completion
-        complete = current.is_complete
-        inputs += 1
-        rejected += error is not None
-        if len(steps) >= max_steps:
-            omitted += 1
-            continue
-        if transitions is None:
-            transitions = step_transitions(current.revision)
-        after = _state_of(current)
-        fired, rejected_by = _fired(
-            transitions, event, before=before, after=after, actions=actions, error=error
-        )
-        steps.append(
-            FollowedStep(
-                number=len(steps) + 1,
-                line=number,
-                op=str(fields.get("op", "?")),
-                input=op,
-                at_ms=replayer.line_at_ms,
-                event=event,
-                before=before,
-                after=after,
-                transitions=fired,
-                rejected_by=rejected_by,
-                changed=current.snapshot() != snapshot,
-                actions=actions,
-                error=error,
-                late=late,
-                completion=completion,
-            )
-        )
-    if current is None or target is None:
+    tracer = _Tracer(
+        TraceReplayer(remember_completed=None, revision=Revision(revision)),
+        lambda key, followed: followed == 0 and coordinator in (None, key),
+        max_steps,
+    )
+    tracer.trace(lines)
+    if not tracer.following:
+        others = tracer.passed if coordinator is not None else []
         raise handoff_error(
             TraceErrorCode.UNKNOWN_COORDINATOR,
-            _no_such(target, others, unattributed, unattributed_count),
+            _no_such(coordinator, others, tracer.unattributed, tracer.unattributed_count),
         )
-    return FollowedRun(
-        coordinator=target,
-        handoff_id=current.handoff_id,
-        order=current.order,
-        revision=current.revision,
-        fallback_transfer_delay_ms=current.fallback_transfer_delay_ms,
-        new_line=created["line"],
-        new_at_ms=created["at_ms"],
-        steps=tuple(steps),
-        omitted=omitted,
-        inputs=inputs,
-        rejected=rejected,
-        unattributed=tuple(unattributed),
-        unattributed_count=unattributed_count,
-        final_state=current.state,
-        completion=completion,
-        issued=tuple(issued),
+    (run,) = tracer.runs()
+    return run
+
+
+MAX_FOLLOWED: Final = 500
+"""Coordinators :func:`follow_all` follows by default (later ones are counted, not followed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FollowedTrace:
+    """Every coordinator of a trace, followed in one replay (:func:`follow_all`)."""
+
+    runs: tuple[FollowedRun, ...]
+    """In the order the trace creates them."""
+    not_followed: int
+    """Coordinators the trace creates beyond ``max_coordinators`` (counted, not followed)."""
+
+
+def follow_all(
+    lines: Iterable[TraceLine],
+    *,
+    revision: Revision | str = Revision.SEED,
+    max_steps: int = MAX_STEPS,
+    max_coordinators: int = MAX_FOLLOWED,
+    include: Collection[str] = (),
+) -> FollowedTrace:
+    """Replay ``lines`` once and follow every coordinator it creates, as :func:`follow` would.
+
+    Each run is the one :func:`follow` gives for its key (one replay serves them all, so
+    a trace of many handoffs costs one replay, not one per handoff). The first
+    ``max_coordinators`` created are followed, and those named in ``include`` whenever
+    they come. Raises :class:`~handoff_fsm.errors.TraceError` (``unknown_coordinator``)
+    when the trace creates none, or none of ``include``.
+    """
+    wanted = frozenset(include)
+    tracer = _Tracer(
+        TraceReplayer(remember_completed=None, revision=Revision(revision)),
+        lambda key, followed: followed < max_coordinators or key in wanted,
+        max_steps,
     )
+    tracer.trace(lines)
+    missing = sorted(wanted - set(tracer.following))
+    if not tracer.following or missing:
+        others = [key for key in tracer.following if key not in wanted] + tracer.passed
+        raise handoff_error(
+            TraceErrorCode.UNKNOWN_COORDINATOR,
+            _no_such(
+                missing[0] if missing else None,
+                others if missing else [],
+                tracer.unattributed,
+                tracer.unattributed_count,
+            ),
+        )
+    return FollowedTrace(tracer.runs(), tracer.passed_count)

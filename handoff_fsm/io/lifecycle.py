@@ -16,15 +16,28 @@ event, or from the Caller when the chart handles it at the top level
 (``Failed``, ``TimedOut``, ``Canceled``); an outcome comes from the owner of
 the action it acknowledges.
 
-Two things the trace does not say are derived, and marked as derived: an
+Three things the trace does not say are derived, and marked as derived: an
 action no line ever acknowledges is drawn as a crossed acknowledgement from
 its owner ("never acknowledged"), just before the input that ended the phase
-in which it was awaited (or at the end); and an input that changed nothing is
-marked "ignored" ("late" after completion).
+in which it was awaited (or at the end); an input that changed nothing is
+marked "ignored" ("late" after completion); and a fact the chart turned down as
+premature (``source_held_before_submit``, ...) that a later line delivers again and
+the coordinator then applies was *held back*, as the session policy holds a fact
+back until the acknowledgement it depends on comes (:mod:`handoff_fsm.policy`,
+whose ``handoff-fsm simulate --trace`` traces record exactly that: the refused fact,
+then the acknowledgement, then the same fact again): its reply is drawn as held
+back, not as a rejection, and the later line as that fact applied.
+
+Words are for a picture: a delay is rounded (``delay 13.4218 ms``), and
+:attr:`Lifecycle.steps` keeps every step's exact values (``delay_ms=13.421772800000001``)
+for a table beside it. Error messages and failure reasons are kept whole (up to
+:data:`TEXT_LIMIT` characters, which only a hostile trace reaches); a drawing wraps
+them, never cuts them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -45,10 +58,14 @@ from handoff_fsm.model import (
     SourceHeld,
     StartTransfer,
 )
+from handoff_fsm.policy import PREMATURE
 from handoff_fsm.structure.describe import ChartModel, EdgeKind, describe_chart
 
-TEXT_LIMIT: Final = 96
-"""Characters of a message's free text (error messages, failure reasons) shown; the rest is …."""
+TEXT_LIMIT: Final = 400
+"""Characters of a message's free text (error messages, failure reasons) kept; only a
+hostile trace has more (the rest is …)."""
+DELAY_DECIMALS: Final = 4
+"""Decimals of a delay in a picture (``13.4218 ms``); :attr:`Lifecycle.steps` has it exact."""
 
 
 class Participant(StrEnum):
@@ -73,6 +90,9 @@ class MessageKind(StrEnum):
     """Coordinator -> owner (or Caller, for ``Complete``): an issued action."""
     REJECTED = "rejected"
     """Coordinator -> the input's sender: the input was rejected (code and message)."""
+    HELD = "held"
+    """Coordinator -> the fact's sender: the fact came too early and was held back; a later
+    line delivers it again and it is applied (see the module's rule)."""
     MISSING = "missing"
     """Derived: an acknowledgement the trace never delivers (drawn crossed, from the owner)."""
     STATE = "state"
@@ -125,6 +145,21 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class StepRow:
+    """One input of the run with its exact values: a row of the table beside a picture."""
+
+    number: int
+    line: int
+    at_ms: float | None
+    input: str
+    reply: str
+    """The actions exactly as issued (``delay_ms=13.421772800000001``), the error, or
+    ``held back``."""
+    state: str
+    """The chart's active leaf states after it."""
+
+
+@dataclass(frozen=True, slots=True)
 class Lifecycle:
     """One coordinator's run as messages, ready for :mod:`~handoff_fsm.render.sequence`."""
 
@@ -138,6 +173,8 @@ class Lifecycle:
     completion: HandoffCompletion | None
     final_state: tuple[str, ...]
     issued: tuple[IssuedHandoffAction, ...]
+    steps: tuple[StepRow, ...] = ()
+    """Every drawn input with its exact values, in order."""
 
     @property
     def timed(self) -> bool:
@@ -190,7 +227,18 @@ def ms_text(value: float) -> str:
 
 
 def _number(value: float) -> str:
-    return repr(value) if value != int(value) else str(int(value))
+    return repr(value) if not math.isfinite(value) or value != int(value) else str(int(value))
+
+
+def delay_text(value: float) -> str:
+    """A delay as a picture shows it: :data:`DELAY_DECIMALS` decimals, no trailing zeros
+    (``13.4218``); a delay that would round to 0 keeps four significant digits."""
+    if not math.isfinite(value):
+        return repr(value)
+    shown = f"{value:.{DELAY_DECIMALS}f}".rstrip("0").rstrip(".")
+    if shown in ("0", "-0") and value != 0:
+        return f"{value:.4g}"
+    return shown
 
 
 def clip(value: str, limit: int = TEXT_LIMIT) -> str:
@@ -228,11 +276,18 @@ def fact_text(fact: HandoffFact, handoff_id: UUID | None = None) -> str:
     return text
 
 
-def action_text(issued: IssuedHandoffAction, completion: HandoffCompletion | None) -> str:
+def action_text(
+    issued: IssuedHandoffAction, completion: HandoffCompletion | None, *, rounded: bool = False
+) -> str:
+    """An issued action in words: ``#2 StartTransfer(delay_ms=13.421772800000001)``, or with
+    ``rounded`` as a picture shows it, ``#2 StartTransfer(delay 13.4218 ms)``."""
     action = issued.action
     text = f"#{issued.id} {type(action).__name__}"
     if isinstance(action, StartTransfer):
-        text += f"(delay_ms={_number(action.delay_ms)})"
+        if rounded:
+            text += f"(delay {delay_text(action.delay_ms)} ms)"
+        else:
+            text += f"(delay_ms={_number(action.delay_ms)})"
     if completion is not None and isinstance(action, Complete):
         text += f" ({completion.value})"
     return text
@@ -245,6 +300,30 @@ def _count(number: int, noun: str) -> str:
 # ------------------------------------------------------------------ building
 
 
+def held_back(run: FollowedRun) -> dict[int, int]:
+    """The facts ``run`` shows held back: step number of the refusal -> that of the line
+    that later applied the same fact (see the module's rule)."""
+    held: dict[int, int] = {}
+    for index, step in enumerate(run.steps):
+        fact = step.input.fact if step.input is not None else None
+        if fact is None or step.error is None or step.error[0] not in PREMATURE:
+            continue
+        applied = next(
+            (
+                later.number
+                for later in run.steps[index + 1 :]
+                if later.input is not None
+                and later.input.fact == fact
+                and later.error is None
+                and later.number not in held.values()
+            ),
+            None,
+        )
+        if applied is not None:
+            held[step.number] = applied
+    return held
+
+
 @dataclass(slots=True)
 class _Builder:
     run: FollowedRun
@@ -252,6 +331,8 @@ class _Builder:
     messages: list[Message]
     kinds: dict[int, type[HandoffAction]]
     last_at: float | None
+    held: dict[int, int]
+    rows: list[StepRow]
 
     def input_message(self, step: FollowedStep) -> Message:
         op = step.input
@@ -273,9 +354,18 @@ class _Builder:
             assert op.outcome is not None
             action = self.kinds.get(op.action_id)
             sender = action_owner(action, self.model) if action is not None else Participant.CALLER
-            kind, text = MessageKind.OUTCOME, clip(f"#{op.action_id} {op.outcome}")
+            kind, text = MessageKind.OUTCOME, clip(f"#{op.action_id} {op.outcome}", TEXT_LIMIT)
         ignored = step.error is None and not step.changed and not step.actions
-        marks = [mark for mark, on in (("late", step.late), ("ignored", ignored)) if on]
+        applied = step.number in self.held.values()
+        marks = [
+            mark
+            for mark, on in (
+                ("held back, applied now", applied),
+                ("late", step.late),
+                ("ignored", ignored),
+            )
+            if on
+        ]
         if marks:
             text += f" ({', '.join(marks)})"
         event = step.event if step.changed or step.actions else None
@@ -284,14 +374,27 @@ class _Builder:
     def step(self, step: FollowedStep) -> None:
         message = self.input_message(step)
         self.messages.append(message)
-        if step.error is not None:
+        reply = ", ".join(action_text(issued, step.completion) for issued in step.actions)
+        if step.error is not None and step.number in self.held:
             code, text = step.error
+            reply = f"held back ({code.value}: {text}), applied at step {self.held[step.number]}"
+            self.messages.append(
+                Message(
+                    Participant.COORDINATOR,
+                    message.sender,
+                    MessageKind.HELD,
+                    f"held back: too early ({code.value}), applied later",
+                )
+            )
+        elif step.error is not None:
+            code, text = step.error
+            reply = f"✗ {code.value}: {text}"
             self.messages.append(
                 Message(
                     Participant.COORDINATOR,
                     message.sender,
                     MessageKind.REJECTED,
-                    clip(f"✗ {code.value}: {text}"),
+                    clip(reply, TEXT_LIMIT),
                 )
             )
         for issued in step.actions:
@@ -302,10 +405,20 @@ class _Builder:
                     Participant.COORDINATOR,
                     _receiver(kind, self.model),
                     MessageKind.ACTION,
-                    action_text(issued, step.completion),
+                    action_text(issued, step.completion, rounded=True),
                     action=kind.__name__,
                 )
             )
+        self.rows.append(
+            StepRow(
+                number=step.number,
+                line=step.line,
+                at_ms=step.at_ms,
+                input=message.text,
+                reply=reply or "nothing issued",
+                state=", ".join(step.after.leaves),
+            )
+        )
         if step.after.leaves != step.before.leaves:
             self.messages.append(
                 Message(
@@ -366,9 +479,13 @@ def _missing(run: FollowedRun, model: ChartModel) -> dict[int | None, list[Messa
     return placed
 
 
-def _ending(run: FollowedRun) -> str:
+def _ending(run: FollowedRun, held: int) -> str:
+    """How the run ended; ``held`` of its refused inputs were facts held back, not rejected."""
     inputs = _count(run.inputs, "input")
-    rejected = f", {run.rejected} rejected" if run.rejected else ", none rejected"
+    refused = run.rejected - held
+    rejected = f", {refused} rejected" if refused else ", none rejected"
+    if held:
+        rejected += f", {held} held back"
     omitted = f" ({_count(run.omitted, 'later input')} not drawn)" if run.omitted else ""
     if run.completion is not None:
         duration = run.duration_ms
@@ -385,13 +502,14 @@ def _revision_text(run: FollowedRun) -> str:
 def lifecycle_of(run: FollowedRun, *, title: str | None = None) -> Lifecycle:
     """The messages of a followed run, in the order a sequence diagram shows them."""
     model = describe_chart()
-    builder = _Builder(run, model, [], {}, run.new_at_ms)
+    held = held_back(run)
+    builder = _Builder(run, model, [], {}, run.new_at_ms, held, [])
     missing = _missing(run, model)
     for step in run.steps:
         builder.messages += missing.get(step.number, [])
         builder.step(step)
     builder.messages += missing.get(None, [])
-    ending = _ending(run)
+    ending = _ending(run, len(held))
     builder.messages.append(
         Message(Participant.CALLER, Participant.TRANSFER, MessageKind.END, ending)
     )
@@ -405,6 +523,7 @@ def lifecycle_of(run: FollowedRun, *, title: str | None = None) -> Lifecycle:
         completion=run.completion,
         final_state=run.final_state,
         issued=run.issued,
+        steps=tuple(builder.rows),
     )
 
 

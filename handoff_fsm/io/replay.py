@@ -12,11 +12,19 @@ few dozen characters of the input, and replay goes on.
 Every line for a coordinator reaches that coordinator, also after it completed:
 replay prints what the coordinator answers, never an answer of its own (a late
 acknowledgement or a repeated fact gets no actions because the coordinator issues
-none). Memory stays bounded by the live handoffs plus the most recent
-``remember_completed`` completed coordinators; an older one is reduced to its key
-and completion in a compact ledger (:class:`~handoff_fsm.io.ledger.RetiredKeys`),
-so its key can never start a second handoff (``new`` is
-``duplicate_coordinator``) and any other line for it is ``forgotten_coordinator``.
+none). Memory stays bounded by the live handoffs plus the completed coordinators
+kept whole: the most recent ``remember_completed`` completions, within
+``remember_bytes`` (each counts :data:`KEPT_COORDINATOR_BYTES` plus its key's
+UTF-8 length, so a long key cannot make the kept ones cost more than the budget
+says). An older one is retired into a compact ledger
+(:class:`~handoff_fsm.io.ledger.RetiredKeys`), whatever the revision: its key can
+never start a second handoff (``new`` is ``duplicate_coordinator``). A final one
+is reduced to its key and completion, and any other line for it is
+``forgotten_coordinator``; one that completed but can still change (``a976b2bf``
+after Success: a terminal fact reopens it) keeps a record of its snapshot
+(:mod:`handoff_fsm.io.records`), from which a later line for it rebuilds it, so
+that line gets exactly the reply it would have had if it had never been retired.
+Each key is held once (the reply prefix that quotes it is cached only when short).
 Each action is printed with the handoff id it carries.
 """
 
@@ -38,6 +46,7 @@ from handoff_fsm.io.errors import TraceErrorCode
 from handoff_fsm.io.jsontext import loads
 from handoff_fsm.io.ledger import RetiredKeys
 from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES, LARGEST_MAX_LINE_BYTES, line_size
+from handoff_fsm.io.records import CoordinatorRecords
 from handoff_fsm.io.wire import (
     f64_from_wire,
     fact_from_wire,
@@ -104,22 +113,41 @@ _OP_OF_KEYS = _op_of_keys()
 recognised by one lookup, and only a refused one is examined key by key."""
 
 
+_PREFIX_CACHE_CHARS = 256
+"""A reply prefix (``{"coordinator": KEY, ``) is kept with its coordinator only up to this
+length; a longer one, a long key's (six characters per escaped non-ASCII character), is
+written again for each reply, so the key is held once."""
+
+
 class _Live:
-    """A coordinator replay keeps, with the reply text it always starts with."""
+    """A coordinator replay keeps, with the reply text it starts with when that is short."""
 
-    __slots__ = ("completion", "coordinator", "handoff_id", "handoff_id_text", "prefix")
+    __slots__ = ("completion", "coordinator", "cost", "handoff_id", "handoff_id_text", "prefix")
 
-    def __init__(self, coordinator: HandoffCoordinator, prefix: str) -> None:
+    def __init__(self, coordinator: HandoffCoordinator, key: str) -> None:
         self.coordinator = coordinator
-        self.prefix = prefix
+        prefix = _prefix(key)
+        self.prefix: str | None = prefix if len(prefix) <= _PREFIX_CACHE_CHARS else None
+        """The start of every reply for it (``None``: made per reply, see _PREFIX_CACHE_CHARS)."""
         self.handoff_id: UUID = coordinator.handoff_id
         self.handoff_id_text = str(coordinator.handoff_id)
         self.completion: HandoffCompletion | None = None
-        """How it completed, set when it became final (what the ledger records of it)."""
+        """How it completed, set when it completed (what the ledger records of it)."""
+        self.cost = 0
+        """What it counts against ``remember_bytes`` while it is kept completed."""
 
 
 DEFAULT_REMEMBER_COMPLETED = 10_000
 """Completed coordinators kept answering late lines (their memory: benchmarks/ledger.py)."""
+
+DEFAULT_REMEMBER_BYTES = 16 * 2**20
+"""The bytes the kept completed coordinators may count, 16 MiB: ten thousand kept ones
+with keys of up to about 650 bytes fit, so with ordinary keys the count binds first."""
+
+KEPT_COORDINATOR_BYTES = 1_024
+"""What one kept completed coordinator counts against ``remember_bytes`` besides its
+key's UTF-8 length: at least what it costs (tests/test_replay_memory.py measures it
+with tracemalloc, benchmarks/ledger.py prints it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +187,12 @@ class TraceReplayer:
         factory: CoordinatorFactory | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         revision: Revision = Revision.SEED,
+        remember_bytes: int | None = DEFAULT_REMEMBER_BYTES,
     ) -> None:
         if remember_completed is not None and remember_completed < 0:
             raise ValueError(f"remember_completed must be >= 0 or None, not {remember_completed}")
+        if remember_bytes is not None and remember_bytes < 0:
+            raise ValueError(f"remember_bytes must be >= 0 or None, not {remember_bytes}")
         if not 1 <= max_line_bytes <= LARGEST_MAX_LINE_BYTES:
             raise ValueError(
                 f"max_line_bytes must be from 1 to {LARGEST_MAX_LINE_BYTES}, not {max_line_bytes}"
@@ -172,15 +203,24 @@ class TraceReplayer:
         self.revision = checked_revision(revision)
         """The revision of ``new`` lines that name none."""
         self.remember_completed = remember_completed
-        """How many completed coordinators answer late lines exactly (``None``: all of them)."""
+        """How many completed coordinators are kept whole (``None``: all of them, whatever
+        ``remember_bytes`` says, and none is ever retired)."""
+        self.remember_bytes = remember_bytes
+        """What the kept completed coordinators may count in all (``None``: no bound), each
+        :data:`KEPT_COORDINATOR_BYTES` plus its key's UTF-8 length."""
+        self.kept_bytes = 0
+        """What the completed coordinators kept now count against ``remember_bytes``."""
         self.max_line_bytes = max_line_bytes
         """Longest line replay reads (UTF-8 bytes, newline not counted): else ``line_too_long``."""
         self._quick_line_limit = max_line_bytes // 4  # no shorter str can exceed the limit
         self.live: dict[str, _Live] = {}
         self.completed: dict[str, _Live] = {}
-        """Final coordinators, oldest first (dicts keep insertion order), still answering."""
+        """Completed coordinators kept whole, oldest completion first (dicts keep insertion
+        order), still answering."""
         self.retired = RetiredKeys()
-        """Keys (and completions) of coordinators older than the last ``remember_completed``."""
+        """Keys (and completions, and records) of the completed coordinators no longer kept."""
+        self._records = CoordinatorRecords()
+        """Makes the records of retired coordinators that can still change, and reads them."""
         self.clock = TraceClock()
         """The file's last accepted ``at_ms`` (:mod:`handoff_fsm.io.clock`)."""
         self.line_at_ms: float | None = None
@@ -200,7 +240,8 @@ class TraceReplayer:
         return ReplayStep(text, key, created, tuple(actions), error, self.line_at_ms)
 
     def coordinator(self, key: str) -> HandoffCoordinator | None:
-        """The coordinator replay keeps under ``key`` (running or completed), if any."""
+        """The coordinator replay keeps whole under ``key`` (running or completed), if any
+        (``None`` for a retired one, even one a record would rebuild)."""
         kept = self.live.get(key) or self.completed.get(key)
         return kept.coordinator if kept is not None else None
 
@@ -291,20 +332,17 @@ class TraceReplayer:
             if revision is Revision.SEED
             else self.factory(handoff_id, order, fallback, revision=revision)
         )
-        live = self.live[key] = _Live(coordinator, _prefix(key))
+        live = self.live[key] = _Live(coordinator, key)
         self._last = (key, True, [], None)
-        return live.prefix + _NO_ACTIONS_RUNNING
+        return (live.prefix or _prefix(key)) + _NO_ACTIONS_RUNNING
 
     def _dispatch(self, key: str, value: Any, action_id: int | None) -> str:
         """Apply start (``value`` None), a fact, or an outcome (``action_id`` given)."""
         live = self.live.get(key)
-        running = live is not None
         if live is None:
-            live = self.completed.get(key)
-            if live is None:
-                raise self._missing(key)
+            return self._dispatch_completed(key, value, action_id)
         coordinator = live.coordinator
-        try:
+        try:  # the hot path: _apply, inlined
             if action_id is not None:
                 actions = coordinator.on_action_outcome(action_id, value)
             elif value is None:
@@ -314,16 +352,53 @@ class TraceReplayer:
         except HandoffError as error:
             return self._error_reply(key, error)
         completion = coordinator.completion
-        # A coordinator that says no input can change it any more joins the completed
-        # ones (under a976b2bf one that succeeded stays running: a terminal fact can
-        # reopen it); it still answers its later lines itself.
-        if running and completion is not None and _is_final(coordinator):
+        complete = coordinator.is_complete
+        # A coordinator that completed joins the completed ones, whether or not an input
+        # can still change it (under a976b2bf a terminal fact reopens one that succeeded).
+        if complete and completion is not None:
             del self.live[key]
             live.completion = completion
             self._bury(key, live)
         self._last = (key, False, actions, None)
         text = _actions_text(actions, live.handoff_id, live.handoff_id_text) if actions else ""
-        return _reply_text(live.prefix, text, _STATUS[completion, coordinator.is_complete])
+        return _reply_text(live.prefix or _prefix(key), text, _STATUS[completion, complete])
+
+    def _dispatch_completed(self, key: str, value: Any, action_id: int | None) -> str:
+        """Apply a line to a completed coordinator: kept whole, or rebuilt from its record."""
+        kept = self.completed.get(key)
+        revived = kept is None
+        if kept is None:
+            kept = self._revive(key)
+        coordinator = kept.coordinator
+        try:
+            actions = _apply(coordinator, value, action_id)
+        except HandoffError as error:  # it changed nothing: its record still holds
+            return self._error_reply(key, error)
+        completion = coordinator.completion
+        complete = coordinator.is_complete
+        if not complete:  # reopened: running again
+            if not revived:
+                self._unkeep(key, kept)
+            self.live[key] = kept
+        elif revived:  # back into its record: what it answered may have changed it
+            kept.completion = completion
+            self._retire(key, kept)
+        elif completion is not kept.completion:  # completed anew: the most recent completion
+            self._unkeep(key, kept)
+            kept.completion = completion
+            self._bury(key, kept)
+        self._last = (key, False, actions, None)
+        text = _actions_text(actions, kept.handoff_id, kept.handoff_id_text) if actions else ""
+        return _reply_text(kept.prefix or _prefix(key), text, _STATUS[completion, complete])
+
+    def _revive(self, key: str) -> _Live:
+        """The retired coordinator ``key``, rebuilt from its record (else the line's error)."""
+        record = self.retired.record(key)
+        if not record:
+            raise self._missing(key)
+        revived = _Live(self._records.decode(record), key)
+        revived.completion = self.retired.completion(key)
+        return revived
 
     def _missing(self, key: str) -> HandoffError:
         """The error for a line naming a coordinator replay does not keep."""
@@ -332,22 +407,42 @@ class TraceReplayer:
             return handoff_error(
                 TraceErrorCode.UNKNOWN_COORDINATOR, f"no coordinator named {quoted(key)}"
             )
+        budget = "" if self.remember_bytes is None else f" (or {self.remember_bytes:,} bytes)"
         return handoff_error(
             TraceErrorCode.FORGOTTEN_COORDINATOR,
             f"coordinator {quoted(key)} completed ({completion.value}) before the last "
-            f"{self.remember_completed} completions and is remembered by key only "
-            "(--remember keeps more)",
+            f"{self.remember_completed} completions{budget} and is remembered by key only "
+            "(--remember and --remember-bytes keep more)",
         )
 
     def _bury(self, key: str, completed_one: _Live) -> None:
+        """Keep ``completed_one`` as the most recent completion; retire the oldest ones
+        beyond ``remember_completed`` or ``remember_bytes``."""
         completed = self.completed
         completed[key] = completed_one
         limit = self.remember_completed
-        if limit is not None and len(completed) > limit:
+        if limit is None:
+            return
+        completed_one.cost = KEPT_COORDINATOR_BYTES + _utf8_length(key)
+        self.kept_bytes += completed_one.cost
+        budget = self.remember_bytes
+        while len(completed) > limit or (budget is not None and self.kept_bytes > budget):
             oldest = next(iter(completed))
-            evicted = completed.pop(oldest)
-            assert evicted.completion is not None  # set by _dispatch before burying
-            self.retired.add(oldest, evicted.completion)
+            self._retire(oldest, completed.pop(oldest))
+
+    def _unkeep(self, key: str, kept: _Live) -> None:
+        """Take ``kept`` out of the completed ones (it reopened, or completed anew)."""
+        del self.completed[key]
+        self.kept_bytes -= kept.cost
+        kept.cost = 0
+
+    def _retire(self, key: str, kept: _Live) -> None:
+        """Record ``kept`` in the ledger: its completion, and a record if it can still change."""
+        self.kept_bytes -= kept.cost
+        assert kept.completion is not None  # set before it was kept or revived
+        coordinator = kept.coordinator
+        record = None if _is_final(coordinator) else self._records.encode(coordinator)
+        self.retired.replace(key, kept.completion, record or b"")
 
     def _error_reply(self, key: str | None, error: HandoffError) -> str:
         self._last = (key, False, [], error)
@@ -395,6 +490,22 @@ def format_error(
 def _reply_text(prefix: str, actions_text: str, status_text: str) -> str:
     """The one shape of a reply with actions (``prefix`` from :func:`_prefix`)."""
     return f'{prefix}"actions": [{actions_text}], {status_text}}}'
+
+
+def _apply(coordinator: Any, value: Any, action_id: int | None) -> list[IssuedHandoffAction]:
+    """Give ``coordinator`` start (``value`` None), a fact, or an outcome (``action_id``)."""
+    if action_id is not None:
+        actions: list[IssuedHandoffAction] = coordinator.on_action_outcome(action_id, value)
+    elif value is None:
+        actions = coordinator.start()
+    else:
+        actions = coordinator.on_fact(value)
+    return actions
+
+
+def _utf8_length(key: str) -> int:
+    """``len(key.encode())``, without encoding an ASCII key (``isascii`` is one flag read)."""
+    return len(key) if key.isascii() else len(key.encode("utf-8", "surrogatepass"))
 
 
 def _is_final(coordinator: Any) -> bool:
@@ -491,6 +602,7 @@ def replay(
     factory: CoordinatorFactory | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     revision: Revision = Revision.SEED,
+    remember_bytes: int | None = DEFAULT_REMEMBER_BYTES,
 ) -> Iterator[str]:
     """Replay trace lines lazily; yields one JSON reply line (no newline) per input line.
 
@@ -508,6 +620,7 @@ def replay(
         factory=factory,
         max_line_bytes=max_line_bytes,
         revision=revision,
+        remember_bytes=remember_bytes,
     )
     reply_text = replayer.reply_text
     for number, line in enumerate(lines, start=1):

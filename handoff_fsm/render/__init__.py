@@ -1,15 +1,19 @@
 """Pictures only, drawn from the descriptions they are handed.
 
 Public API only (no logic here): the statechart in DOT and Mermaid, lifecycles as
-sequence diagrams, panels side by side, a trace's path over the chart, and the
-Graphviz call with the stamp every figure carries. Nothing here reads a trace,
-runs a coordinator or writes a document: callers hand in a
-:class:`~handoff_fsm.structure.ChartModel`, a
-:class:`~handoff_fsm.io.lifecycle.Lifecycle` or a path.
+sequence diagrams, panels side by side, a trace's path over the chart, the chart as SVG
+with a configuration marked on it, the inspector page, and the Graphviz call with the
+stamp every figure carries. Nothing here reads a trace, runs a coordinator or writes a
+document: callers hand in a :class:`~handoff_fsm.structure.ChartModel`, a
+:class:`~handoff_fsm.io.lifecycle.Lifecycle`, a followed run or trace, or a path.
+(:mod:`handoff_fsm.render.notebook`, which makes coordinators draw themselves in
+Jupyter, is not imported here: importing it is the opt-in.)
 """
 
 from handoff_fsm.render.dot import Highlight, statechart_dot
 from handoff_fsm.render.graphviz import GraphvizError, GraphvizMissingError, render
+from handoff_fsm.render.inspector import inspector_html
+from handoff_fsm.render.livechart import chart_svg, marked_chart_svg
 from handoff_fsm.render.mermaid import statechart_mermaid
 from handoff_fsm.render.overlay import overlay_bytes, overlay_dot
 from handoff_fsm.render.sequence import (
@@ -30,7 +34,10 @@ __all__ = [
     "GraphvizMissingError",
     "Highlight",
     "Panel",
+    "chart_svg",
     "dot_digest",
+    "inspector_html",
+    "marked_chart_svg",
     "overlay_bytes",
     "overlay_dot",
     "read_stamp",

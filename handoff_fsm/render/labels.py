@@ -14,6 +14,7 @@ can never break the DOT or make ``dot`` fail.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 
 import graphviz
 
@@ -65,4 +66,10 @@ def plain(value: str) -> str:
     anchored at its start), which keeps the lifeline names centred in any viewer.
     """
     escaped: str = graphviz.nohtml(text(value))
+    return escaped
+
+
+def plain_lines(values: Sequence[str]) -> str:
+    """:func:`plain` of several lines, each centred (joined by DOT's ``\\n``)."""
+    escaped: str = graphviz.nohtml("\\n".join(text(value) for value in values))
     return escaped

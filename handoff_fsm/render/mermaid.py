@@ -1,8 +1,13 @@
 """The statechart as a Mermaid ``stateDiagram-v2`` that GitHub renders.
 
-Rule kept here: same chart, same words as the DOT picture (labels come from
-:mod:`handoff_fsm.structure.describe` and :func:`~handoff_fsm.render.dot.edge_label_lines`),
-written in the subset of Mermaid that parses *and draws* with Mermaid 11 and 12.
+Rule kept here: same chart, same words as the DOT picture (every row comes from
+:mod:`handoff_fsm.render.words`, line for line as the DOT picture breaks it), written
+in the subset of Mermaid that parses *and draws* with Mermaid 11 and 12. It reads
+top to bottom (``direction TB``), with the spacing between states tightened in the
+file's own front matter (``config: state: nodeSpacing``) and each label broken
+into its lines (``<br>``, the one markup written here; a label's text is escaped by
+:func:`mermaid_text`), so the regions of a parallel state, which Mermaid always puts
+side by side, stay narrow enough for a web page's column.
 
 Mermaid bug #4052: a transition to or from a composite state nested inside a
 ``--`` concurrent region crashes the layout ("Cannot set properties of
@@ -18,11 +23,21 @@ initial arrow), so the file still draws.
 from __future__ import annotations
 
 import unicodedata
+from typing import Final
 
-from handoff_fsm.render.dot import edge_label_lines
-from handoff_fsm.structure.describe import ChartModel, EdgeKind, StateKind, StateNode, field_text
+from handoff_fsm.render.words import (
+    edge_rejection_rows,
+    edge_rows,
+    row_lines,
+    state_entry_rows,
+)
+from handoff_fsm.structure.describe import ChartModel, Edge, EdgeKind, StateKind, StateNode
 
 _INDENT = "    "
+_BREAK: Final = "<br>"
+"""A line break inside a label (Mermaid draws it; it is never written from a label's text)."""
+SPACING: Final = (("nodeSpacing", 20), ("rankSpacing", 36))
+"""Mermaid's state-diagram spacing (its defaults are 50 and 50), in the file's front matter."""
 
 
 _ENTITIES = {
@@ -82,9 +97,12 @@ def statechart_mermaid(model: ChartModel) -> str:
     out = [
         "---",
         f"title: {model.title}",
+        "config:",
+        "  state:",
+        *(f"    {name}: {value}" for name, value in SPACING),
         "---",
         "stateDiagram-v2",
-        f"{_INDENT}direction LR",
+        f"{_INDENT}direction TB",
         f"{_INDENT}%% Generated from {source} by `handoff-fsm diagrams`;",
         f"{_INDENT}%% do not edit. {_WORKAROUND[nest]}",
         f"{_INDENT}classDef final stroke-width:3px",
@@ -95,8 +113,7 @@ def statechart_mermaid(model: ChartModel) -> str:
     for edge in model.edges_of(None):
         if edge.kind is EdgeKind.REJECTION:
             continue
-        label = mermaid_text(" ".join(edge_label_lines(edge)))
-        out.append(f"{_INDENT}{edge.source} --> {edge.target}" + (f" : {label}" if label else ""))
+        out.append(f"{_INDENT}{_transition(edge)}")
     for state_id in model.top_level:
         if model.state(state_id).final:
             out.append(f"{_INDENT}{state_id} --> [*]")
@@ -144,27 +161,33 @@ def _region_body(
     for edge in model.edges_of(region.id):
         if edge.kind is EdgeKind.REJECTION:
             continue
-        label = mermaid_text(" ".join(edge_label_lines(edge)))
-        out.append(f"{pad}{edge.source} --> {edge.target}" + (f" : {label}" if label else ""))
+        out.append(f"{pad}{_transition(edge)}")
+
+
+def _transition(edge: Edge) -> str:
+    """``a --> b : label``, the label's lines as the DOT picture breaks them."""
+    label = _BREAK.join(mermaid_text(line) for _, line in row_lines(edge_rows(edge)))
+    return f"{edge.source} --> {edge.target}" + (f" : {label}" if label else "")
 
 
 def _rows(model: ChartModel, state: StateNode) -> list[str]:
-    rows = [f"entry / {action}" for action in state.entry_actions]
-    rows += [f"entry / {field_text(name)}" for name in state.entry_fields]
-    rows += [
-        f"{edge.event_text} / ✗ {edge.rejection}"
-        for edge in model.edges
-        if edge.kind is EdgeKind.REJECTION and edge.source == state.id
-    ]
+    """A state's description rows: what entering it does, then each input it rejects."""
+    rows = [line for _, line in row_lines(state_entry_rows(state))]
+    for edge in model.edges:
+        if edge.kind is EdgeKind.REJECTION and edge.source == state.id:
+            rows += [line.strip("\u00a0") for _, line in row_lines(edge_rejection_rows(edge))]
     return rows
 
 
 def mermaid_block(source: str) -> list[str]:
     """Mermaid ``source`` as the lines of a fenced Markdown block, for documents.
 
-    A file's front matter (its title) is left out: the document's heading says it.
+    A file's title is left out of its front matter (the document's heading says it); its
+    ``config`` stays, so the block is drawn as the file is.
     """
     lines = source.rstrip("\n").split("\n")
     if lines[0] == "---":
-        lines = lines[lines.index("---", 1) + 1 :]
+        end = lines.index("---", 1)
+        kept = [line for line in lines[1:end] if not line.startswith("title:")]
+        lines = (["---", *kept, "---"] if kept else []) + lines[end + 1 :]
     return ["```mermaid", *lines, "```"]

@@ -5,10 +5,12 @@ stamped with the DOT it was drawn from); it is embedded as it is, as a nested
 ``<svg>`` element, so the side-by-side figure shows exactly the drawings it is
 made of. Only what a document of several drawings needs is changed: each
 panel's ids get a prefix (the ids of one document must be unique) and its own
-stamp is dropped. The figure's stamp (:mod:`~handoff_fsm.render.stamp`) is
-the hash of its title, its headings and its panels' stamps, so the drift
-check finds the figure stale when a heading changes or a panel's DOT does,
-and current when only the Graphviz that drew the panels differs.
+stamp is dropped. What the panels share is drawn once: a footer drawing (their
+legend, say) goes under all of them. The figure's stamp
+(:mod:`~handoff_fsm.render.stamp`) is the hash of its title, its headings and
+its panels' and footer's stamps, so the drift check finds the figure stale when a
+heading changes or a drawing's DOT does, and current when only the Graphviz that
+drew them differs.
 """
 
 from __future__ import annotations
@@ -95,22 +97,31 @@ def _text(x: float, y: float, words: str, size: float, color: str, *, bold: bool
     )
 
 
-def figure_digest(title: str, panels: tuple[Panel, ...]) -> str:
-    """The figure's stamp: its words and the stamps (DOT hashes) of its panels."""
+def figure_digest(title: str, panels: tuple[Panel, ...], footer: bytes | None = None) -> str:
+    """The figure's stamp: its words and the stamps (DOT hashes) of its drawings."""
     parts = [title]
     for panel in panels:
         digest = read_stamp("svg", panel.svg)
         if digest is None:
             raise ValueError(f"panel {panel.heading!r} is not a stamped drawing")
         parts += [panel.heading, *panel.lines, digest]
+    if footer is not None:
+        digest = read_stamp("svg", footer)
+        if digest is None:
+            raise ValueError("the footer is not a stamped drawing")
+        parts += ["footer", digest]
     return dot_digest("\n".join(["side by side", *parts]))
 
 
-def side_by_side_svg(title: str, panels: tuple[Panel, ...]) -> bytes:
-    """``panels`` left to right under ``title``, each under its heading, as one stamped SVG."""
+def side_by_side_svg(
+    title: str, panels: tuple[Panel, ...], *, footer: bytes | None = None
+) -> bytes:
+    """``panels`` left to right under ``title``, each under its heading, and ``footer`` (a
+    drawing they share, such as their legend) once under them all, as one stamped SVG."""
     if not panels:
         raise ValueError("a side-by-side figure needs at least one panel")
     drawings = [_drawing(panel.svg) for panel in panels]
+    below = _drawing(footer) if footer is not None else None
     wrapped = [
         [
             part
@@ -127,6 +138,9 @@ def side_by_side_svg(title: str, panels: tuple[Panel, ...]) -> bytes:
         2 * _MARGIN + len(title) * _TITLE_SIZE * _CHAR_WIDTH,
     )
     height = _MARGIN + title_height + head_height + max(d.height for d in drawings) + _MARGIN
+    if below is not None:
+        width = max(width, 2 * _MARGIN + below.width)
+        height += below.height
     out = [
         '<?xml version="1.0" encoding="UTF-8" standalone="no"?>',
         f'<svg width="{width:.0f}pt" height="{height:.0f}pt" viewBox="0 0 {width:.1f} '
@@ -153,6 +167,14 @@ def side_by_side_svg(title: str, panels: tuple[Panel, ...]) -> bytes:
         out.append(_prefixed(drawing.body, f"p{number}_").decode("utf-8").strip("\n"))
         out.append("</svg>")
         x += drawing.width + _GAP
+    if below is not None:
+        y = top + head_height + max(d.height for d in drawings)
+        out.append(
+            f'<svg x="{_MARGIN:.1f}" y="{y:.1f}" width="{below.width:.1f}" '
+            f'height="{below.height:.1f}" viewBox="{below.view_box}">'
+        )
+        out.append(_prefixed(below.body, "f_").decode("utf-8").strip("\n"))
+        out.append("</svg>")
     out.append("</svg>")
     data = ("\n".join(out) + "\n").encode("utf-8")
-    return stamp("svg", data, figure_digest(title, panels))
+    return stamp("svg", data, figure_digest(title, panels, footer))

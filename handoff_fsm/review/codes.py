@@ -21,10 +21,12 @@ from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES
 from handoff_fsm.model import ENGINE_ORDER, Backend
 from handoff_fsm.structure.describe import ChartModel, EdgeKind, describe_chart
 from handoff_fsm.verify.diff.errors import DiffErrorCode
+from handoff_fsm.verify.system.errors import SystemErrorCode
 
 _C = HandoffErrorCode
 _T = TraceErrorCode
 _D = DiffErrorCode
+_S = SystemErrorCode
 
 VALIDATOR_CODES: Final[dict[str, tuple[HandoffErrorCode, ...]]] = {
     "validate_transfer_timing": (_C.INVALID_TRANSFER_BANDWIDTH, _C.INVALID_TRANSFER_DELAY),
@@ -64,7 +66,9 @@ _DESCRIPTIONS: Final[dict[ErrorCode, str]] = {
     _C.INVALID_SNAPSHOT: "`restore()` gets a snapshot that is no reachable chart state, or whose "
     "journal, timing or tokens do not fit it.",
     _C.INVALID_SESSION_OPTION: "A session policy or `HandoffSession` is given no coordinator, "
-    "an executor without `perform`, or a deadline, timeout or retry count out of range.",
+    "an executor without an `async` `perform`, or a deadline, timeout or retry count out of "
+    "range; or a policy call gets a time, reason, send number or timer it cannot use, or a "
+    "timer before it is due (the call changes nothing).",
     _C.UNSUPPORTED_BACKEND: "A backend without a handoff order.",
     _C.CONFORMANCE_ORDER_MISMATCH: "A conformance record's order is not its backend's.",
     _C.CONFORMANCE_LIFECYCLE_MISMATCH: "A conformance record's lifecycle is not "
@@ -93,6 +97,10 @@ _DESCRIPTIONS: Final[dict[ErrorCode, str]] = {
     "the same inputs differently where no single trace can show it.",
     _D.DIFF_TOO_LARGE: "The product of the two sides has more states than the diff's bound "
     "allows, and no difference was found within it.",
+    _S.INVALID_SYSTEM_SETTING: "A `check --system` setting it cannot explore: a count that is "
+    "not an int >= 0, no handoff order, an order that is none.",
+    _S.WORLD_REFUSED: "The session policy under `check --system` refused an input the world "
+    "gave it (a policy that breaks its own contract).",
 }
 
 

@@ -5,22 +5,30 @@ Rule kept here: everything is written from one :class:`~handoff_fsm.verify.diff.
 folder, the Markdown and the pictures cannot disagree. A difference is shown
 three ways from the same trace: a row of the table (the shortest trace in
 words), a side-by-side Mermaid sequence diagram (A's lane, the inputs, B's
-lane; the divergence boxed), and JSONL files (the trace, and each side's
+lane; the divergence boxed), drawn as SVG too (:mod:`handoff_fsm.render.difference`,
+the same steps and words), and JSONL files (the trace, and each side's
 replies, which ``handoff-fsm replay`` reproduces line for line). The charts'
-structural diff is listed and drawn in three colours
-(:mod:`handoff_fsm.structure.chartdiff`).
+structural diff is listed and drawn in the chart's own layout and words, each
+change in its status's colour (:mod:`handoff_fsm.render.chartdiff`). The folder is
+written file by file atomically, and the files of an earlier review there
+(:data:`OWNED`: its own names only, never anyone else's) that this one does not
+write are removed, so a folder never holds a new verdict beside an old run's
+differences.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
+from handoff_fsm.io.atomic import write_files
 from handoff_fsm.io.inputs import Input
 from handoff_fsm.render.chartdiff import chart_diff_dot
+from handoff_fsm.render.difference import LaneStep, render_difference
 from handoff_fsm.render.graphviz import render
 from handoff_fsm.render.mermaid import mermaid_block, mermaid_text
 from handoff_fsm.structure.chartdiff import ChartDiff, Status, chart_diff
@@ -32,6 +40,11 @@ DIFF_NAME: Final = "DIFF.md"
 CHART_DIFF_NAME: Final = "chart_diff"
 JSON_NAME: Final = "diff.json"
 _DIVERGENCE_FILL: Final = "rgb(255, 235, 233)"
+OWNED: Final = re.compile(
+    rf"{re.escape(DIFF_NAME)}|{re.escape(JSON_NAME)}|{CHART_DIFF_NAME}\.(?:dot|svg)"
+    r"|difference_[0-9]{2,}\.(?:jsonl|a\.jsonl|b\.jsonl|mmd|svg)"
+)
+"""The names of the files a diff review writes (``fullmatch``): the ones it may remove."""
 
 
 def difference_file(number: int, suffix: str) -> str:
@@ -89,11 +102,40 @@ def _short_reply(reply: dict[str, Any]) -> str:
     return reply_words(reply).removeprefix("issues ")
 
 
-def difference_mermaid(report: DiffReport, number: int, difference: Difference) -> str:
-    """Both coordinators' lanes on the same inputs, the diverging step boxed."""
+def _difference_title(number: int, difference: Difference) -> str:
     # Mermaid does not wrap a title: the events only (the kind in full heads DIFF.md's section).
     events = difference.kind.partition(": ")[0]
-    title = f"Difference {number}: {events} ({difference.inputs} inputs)"
+    return f"Difference {number}: {events} ({difference.inputs} inputs)"
+
+
+def _same_inputs(difference: Difference) -> str:
+    return f"{difference.order.value}: the same inputs to both"
+
+
+def difference_svg(report: DiffReport, number: int, difference: Difference) -> bytes:
+    """:func:`difference_mermaid` drawn by Graphviz: the same lanes, steps and words."""
+    steps = [
+        LaneStep(
+            input=words,
+            reply_a=_short_reply(reply_a),
+            reply_b=_short_reply(reply_b),
+            refused_a=_arrow_reply(reply_a) == "--x",
+            refused_b=_arrow_reply(reply_b) == "--x",
+        )
+        for (words, _, _), reply_a, reply_b in zip(
+            trace_steps(difference),
+            difference.replies_a[1:],
+            difference.replies_b[1:],
+            strict=True,
+        )
+    ]
+    title = _difference_title(number, difference)
+    return render_difference(title, report.a, report.b, _same_inputs(difference), steps)
+
+
+def difference_mermaid(report: DiffReport, number: int, difference: Difference) -> str:
+    """Both coordinators' lanes on the same inputs, the diverging step boxed."""
+    title = _difference_title(number, difference)
     out = [
         "---",
         f"title: {json.dumps(title, ensure_ascii=False)}",
@@ -103,7 +145,7 @@ def difference_mermaid(report: DiffReport, number: int, difference: Difference) 
         f"    participant A as {mermaid_text('A: ' + report.a)}",
         "    participant I as Inputs",
         f"    participant B as {mermaid_text('B: ' + report.b)}",
-        f"    Note over A,B: {mermaid_text(f'{difference.order.value}: the same inputs to both')}",
+        f"    Note over A,B: {mermaid_text(_same_inputs(difference))}",
     ]
     steps = trace_steps(difference)
     for index, ((words, _, _), reply_a, reply_b) in enumerate(
@@ -202,7 +244,8 @@ def difference_sections(report: DiffReport, level: int, *, files: bool) -> list[
                 f"Files: [trace]({difference_file(number, 'jsonl')}) · replies of "
                 f"[A]({difference_file(number, 'a.jsonl')}) and "
                 f"[B]({difference_file(number, 'b.jsonl')}) · "
-                f"[sequence diagram]({difference_file(number, 'mmd')}). Replay with each "
+                f"[sequence diagram]({difference_file(number, 'mmd')}) "
+                f"([drawn]({difference_file(number, 'svg')})). Replay with each "
                 "side's code: `handoff-fsm replay [--revision R] "
                 f"{difference_file(number, 'jsonl')}`.",
                 "",
@@ -289,7 +332,7 @@ def _jsonl(objects: list[Any]) -> bytes:
 
 
 def diff_review_files(report: DiffReport, *, command: str) -> dict[str, bytes]:
-    """Everything ``-o DIR`` writes, by file name (the SVG needs Graphviz's ``dot``)."""
+    """Everything ``-o DIR`` writes, by file name (the SVGs need Graphviz's ``dot``)."""
     files = {
         DIFF_NAME: diff_markdown(report, command=command).encode("utf-8"),
         JSON_NAME: (json.dumps(report.to_json(), indent=2) + "\n").encode("utf-8"),
@@ -301,6 +344,7 @@ def diff_review_files(report: DiffReport, *, command: str) -> dict[str, bytes]:
         files[difference_file(number, "mmd")] = difference_mermaid(
             report, number, difference
         ).encode("utf-8")
+        files[difference_file(number, "svg")] = difference_svg(report, number, difference)
     structure = report_chart_diff(report)
     if structure is not None:
         title = f"Structural diff of the charts: A = {report.a}, B = {report.b}"
@@ -313,14 +357,11 @@ def diff_review_files(report: DiffReport, *, command: str) -> dict[str, bytes]:
 def write_diff_review(
     report: DiffReport, outdir: Path, *, command: str = "handoff-fsm diff"
 ) -> list[Path]:
-    """Write the review of the change into ``outdir``."""
-    outdir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, data in diff_review_files(report, command=command).items():
-        path = outdir / name
-        path.write_bytes(data)
-        written.append(path)
-    return written
+    """Write the review of the change into ``outdir`` (created if missing), each file
+    atomically, and remove what an earlier review left there that this one does not
+    write (only names :data:`OWNED` matches)."""
+    files = diff_review_files(report, command=command)
+    return write_files(outdir, files, owns=OWNED.fullmatch)
 
 
 # ---------------------------------------------------------------------- the design review

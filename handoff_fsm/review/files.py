@@ -2,15 +2,23 @@
 
 Rule kept here: every output is first computed in memory as ``name -> bytes``
 (:func:`diagram_files`, :func:`review_files`), from the code alone, then
-written; the drift check compares the same mapping with a folder. So what
-``make diagrams`` writes, what the tests regenerate and what the drift check
-expects are one computation, and the same code gives the same bytes.
+written, each file atomically (:func:`~handoff_fsm.io.atomic.write_files`); the
+drift check compares the same mapping with a folder. So what ``make diagrams``
+writes, what the tests regenerate and what the drift check expects are one
+computation, and the same code gives the same bytes.
+
+A figure is drawn only when it is written (:func:`diagram_sources` holds how to
+draw each file): when Graphviz cannot draw (``dot`` missing), every file that
+needs no Graphviz (DOT, Mermaid, Markdown, traces) is still written, and
+:class:`NotDrawnError` names the figures left out. The review links those files
+by paths relative to itself, so :func:`write_review` writes them beside it.
 
 What is written: the chart family (every revision in one chart) at the top,
 one folder per revision (``seed/``, ``a976b2bf/``) with that revision's chart
 (:mod:`~handoff_fsm.structure.revisions`), its transition table and its run of
-the decode-phase cancel (:mod:`~handoff_fsm.simulate.decode_cancel`), the two
-runs side by side at the top, and the scripted lifecycles. Names are paths
+the decode-phase cancel (:mod:`~handoff_fsm.simulate.decode_cancel`) and its system
+check's counterexamples (:mod:`~handoff_fsm.review.system`), the two runs side by side
+at the top, and the scripted lifecycles. Names are paths
 relative to the folder (``seed/statechart.svg``).
 
 The drift check compares text files (DOT, Mermaid, Markdown) byte for byte and
@@ -22,17 +30,26 @@ Every file under the folder counts, in subfolders too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import errno
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Final
 
 from handoff_fsm.chart import HandoffChart
+from handoff_fsm.io.atomic import write_bytes, write_files
 from handoff_fsm.model import Revision
 from handoff_fsm.render.dot import statechart_dot
-from handoff_fsm.render.graphviz import render
+from handoff_fsm.render.graphviz import GraphvizError, render
 from handoff_fsm.render.mermaid import statechart_mermaid
-from handoff_fsm.render.sequence import COMPACT, render_sequence, sequence_mermaid
+from handoff_fsm.render.sequence import (
+    COMPACT,
+    has_held,
+    render_sequence,
+    render_sequence_legend,
+    sequence_mermaid,
+)
 from handoff_fsm.render.side_by_side import Panel, side_by_side_svg
 from handoff_fsm.render.stamp import comparable
 from handoff_fsm.review.design import (
@@ -45,6 +62,7 @@ from handoff_fsm.review.design import (
     tables_file,
 )
 from handoff_fsm.review.provenance import provenance
+from handoff_fsm.review.system import system_files
 from handoff_fsm.review.tables import inputs_markdown, transition_tables_markdown
 from handoff_fsm.simulate.decode_cancel import TITLE as DECODE_CANCEL_TITLE
 from handoff_fsm.simulate.decode_cancel import DecodeCancelRun, decode_cancel_runs
@@ -56,6 +74,27 @@ DIAGRAMS_DIR: Final = Path("diagrams")
 """Where ``make diagrams`` writes (relative to the repository root)."""
 REVIEW_NAME: Final = "REVIEW.md"
 
+Source = Callable[[], bytes]
+"""How to make one file's bytes (a figure is drawn only when it is called)."""
+
+
+class NotDrawnError(GraphvizError):
+    """Graphviz could not draw some figures; every other file was written.
+
+    The message is Graphviz's reason (how to install it, when ``dot`` is missing)
+    and the figures not drawn, in one line.
+    """
+
+    def __init__(
+        self, reason: GraphvizError, not_drawn: tuple[str, ...], written: tuple[Path, ...]
+    ) -> None:
+        super().__init__(f"{reason}; not drawn: {', '.join(not_drawn)}")
+        self.reason = reason
+        self.not_drawn = not_drawn
+        """The figures (paths relative to the folder) left out."""
+        self.written = written
+        """The files that were written."""
+
 
 def _text(source: str) -> bytes:
     return source.encode("utf-8")
@@ -63,6 +102,10 @@ def _text(source: str) -> bytes:
 
 def _lines(trace: tuple[str, ...]) -> bytes:
     return _text("".join(f"{line}\n" for line in trace))
+
+
+def _given(data: bytes) -> Source:
+    return lambda: data
 
 
 def transitions_markdown(model: ChartModel) -> str:
@@ -88,37 +131,49 @@ def transitions_markdown(model: ChartModel) -> str:
     )
 
 
-def _chart_files(model: ChartModel) -> dict[str, bytes]:
+def _chart_sources(model: ChartModel) -> dict[str, Source]:
     """A chart's picture in every format, and its transition tables."""
     revision = model.revision
     dot = statechart_dot(model)
     return {
-        statechart_file("dot", revision): _text(dot),
-        statechart_file("svg", revision): render(dot, "svg"),
-        statechart_file("png", revision): render(dot, "png"),
-        statechart_file("mmd", revision): _text(statechart_mermaid(model)),
-        tables_file(revision): _text(transitions_markdown(model)),
+        statechart_file("dot", revision): _given(_text(dot)),
+        statechart_file("svg", revision): partial(render, dot, "svg"),
+        statechart_file("png", revision): partial(render, dot, "png"),
+        statechart_file("mmd", revision): _given(_text(statechart_mermaid(model))),
+        tables_file(revision): _given(_text(transitions_markdown(model))),
     }
+
+
+def diagram_sources(chart: type[HandoffChart] = HandoffChart) -> dict[str, Source]:
+    """Everything ``handoff-fsm diagrams`` writes, by path, each file's bytes made on demand.
+
+    The text files are computed here; the figures are drawn (by Graphviz) only when
+    their source is called.
+    """
+    files = _chart_sources(describe_chart(chart))
+    for revision in Revision:
+        files |= _chart_sources(revision_chart(revision, chart))
+    for run in scenario_runs():
+        files[lifecycle_file(run, "jsonl")] = _given(_lines(run.trace))
+        files[lifecycle_file(run, "mmd")] = _given(_text(sequence_mermaid(run.lifecycle)))
+        files[lifecycle_file(run, "svg")] = partial(render_sequence, run.lifecycle, "svg")
+    runs = decode_cancel_runs()
+    for decode in runs:
+        files[decode_cancel_file(decode.revision, "jsonl")] = _given(_lines(decode.trace))
+        files[decode_cancel_file(decode.revision, "mmd")] = _given(
+            _text(sequence_mermaid(decode.lifecycle))
+        )
+        files[decode_cancel_file(decode.revision, "svg")] = partial(
+            render_sequence, decode.lifecycle, "svg"
+        )
+    files[SIDE_BY_SIDE_FILE] = partial(decode_cancel_side_by_side, runs)
+    files |= system_files()
+    return dict(sorted(files.items()))
 
 
 def diagram_files(chart: type[HandoffChart] = HandoffChart) -> dict[str, bytes]:
     """Everything ``handoff-fsm diagrams`` writes, by path (needs Graphviz's ``dot``)."""
-    files = _chart_files(describe_chart(chart))
-    for revision in Revision:
-        files |= _chart_files(revision_chart(revision, chart))
-    for run in scenario_runs():
-        files[lifecycle_file(run, "jsonl")] = _lines(run.trace)
-        files[lifecycle_file(run, "mmd")] = _text(sequence_mermaid(run.lifecycle))
-        files[lifecycle_file(run, "svg")] = render_sequence(run.lifecycle, "svg")
-    runs = decode_cancel_runs()
-    for decode in runs:
-        files[decode_cancel_file(decode.revision, "jsonl")] = _lines(decode.trace)
-        files[decode_cancel_file(decode.revision, "mmd")] = _text(
-            sequence_mermaid(decode.lifecycle)
-        )
-        files[decode_cancel_file(decode.revision, "svg")] = render_sequence(decode.lifecycle, "svg")
-    files[SIDE_BY_SIDE_FILE] = decode_cancel_side_by_side(runs)
-    return dict(sorted(files.items()))
+    return {name: source() for name, source in diagram_sources(chart).items()}
 
 
 def review_files(
@@ -128,48 +183,61 @@ def review_files(
     return {REVIEW_NAME: _text(review_markdown(describe_chart(chart), against=against))}
 
 
-def _write(folder: Path, files: dict[str, bytes]) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, data in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not _holds(path, data):
-            path.write_bytes(data)
-        written.append(path)
+def _write_drawn(folder: Path, sources: Mapping[str, Source]) -> list[Path]:
+    """Write every file of ``sources`` that can be made; figures Graphviz cannot draw are
+    left out, and then :class:`NotDrawnError` names them (after the rest is written)."""
+    files: dict[str, bytes] = {}
+    failures: dict[str, GraphvizError] = {}
+    for name, source in sources.items():
+        try:
+            files[name] = source()
+        except GraphvizError as error:
+            failures[name] = error
+    written = write_files(folder, files)
+    if failures:
+        first = next(iter(failures.values()))
+        raise NotDrawnError(first, tuple(failures), tuple(written))
     return written
 
 
-def _holds(path: Path, data: bytes) -> bool:
-    """Whether ``path`` is a regular file holding exactly ``data`` (so need not be rewritten).
-
-    Only a regular file of the right size is read: a device such as ``/dev/full``
-    would never end.
-    """
-    return path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data
-
-
 def write_diagrams(outdir: Path = DIAGRAMS_DIR) -> list[Path]:
-    """Write every diagram into ``outdir``; files whose bytes are unchanged are left alone."""
-    return _write(outdir, diagram_files())
+    """Write every diagram into ``outdir`` (created if missing), each file atomically;
+    files whose bytes are unchanged are left alone.
+
+    Without Graphviz every file that needs none is written, then :class:`NotDrawnError`
+    names the figures it could not draw.
+    """
+    return _write_drawn(outdir, diagram_sources())
 
 
 def write_review(
     path: Path = DIAGRAMS_DIR / REVIEW_NAME, *, against: str | None = None, git: bool = False
-) -> Path:
-    """Write the design review to ``path`` (its links point at files beside it).
+) -> list[Path]:
+    """Write the design review to ``path``, and the files it links beside it.
 
-    ``against`` (``git:REV``) adds the diff of the working tree against that revision;
-    ``git`` also writes the working tree's commit into the review's provenance (for a
-    copy that travels; the committed review leaves it out, see :mod:`.provenance`).
+    The review links the chart, tables, lifecycles and traces by paths relative to
+    itself, so what :func:`write_diagrams` writes is written into ``path``'s folder
+    too (which must exist), and every link resolves wherever the review goes. Returns
+    the review's path, then theirs. ``against`` (``git:REV``) adds the diff of the
+    working tree against that revision; ``git`` also writes the working tree's commit
+    into the review's provenance (for a copy that travels; the committed review leaves
+    it out, see :mod:`.provenance`). Without Graphviz the review and the files that
+    need none are written, then :class:`NotDrawnError` names the figures left out.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    sources = diagram_sources()
+    if path.name in sources:  # before anything is computed or written
+        raise FileExistsError(
+            errno.EEXIST, "the review would be overwritten by a file it links", str(path)
+        )
     model = describe_chart()
     stamp = provenance(model, git=git)
     data = _text(review_markdown(model, against=against, stamp=stamp))
-    if not _holds(path, data):
-        path.write_bytes(data)
-    return path
+    write_bytes(path, data)
+    try:
+        beside = _write_drawn(path.parent, sources)
+    except NotDrawnError as error:
+        raise NotDrawnError(error.reason, error.not_drawn, (path, *error.written)) from None
+    return [path, *beside]
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,13 +297,19 @@ def drift(folder: Path, expected: Mapping[str, bytes]) -> Drift:
 
 
 def decode_cancel_side_by_side(runs: tuple[DecodeCancelRun, ...]) -> bytes:
-    """The runs' drawings next to each other (compact, to read at a web page's width)."""
+    """The runs' drawings next to each other (compact, to read at a web page's width), each
+    marking where the runs part, and their legend once, under both."""
     panels = tuple(
         Panel(
             heading=f"{run.revision.value}",
             lines=run.words,
-            svg=render_sequence(run.lifecycle, "svg", COMPACT),
+            svg=render_sequence(
+                run.lifecycle, "svg", COMPACT, legend=False, parting=run.parting_line
+            ),
         )
         for run in runs
     )
-    return side_by_side_svg(DECODE_CANCEL_TITLE, panels)
+    timed = any(run.lifecycle.timed for run in runs)
+    held = any(has_held(run.lifecycle) for run in runs)
+    legend = render_sequence_legend("svg", timed=timed, held=held)
+    return side_by_side_svg(DECODE_CANCEL_TITLE, panels, footer=legend)

@@ -10,7 +10,10 @@ test fails whenever the file differs from what the code of its commit
 generates, so the commit containing it is its provenance. The git commit of
 the working tree (``dirty`` when the package's sources have uncommitted
 changes) is read only on request: ``handoff-fsm review`` prints it, and writes
-it into a review meant to travel outside the repository (``--git``).
+it into a review meant to travel outside the repository (``--git``); where
+the package is not in a git checkout (an installed wheel) there is no commit,
+:func:`git_state` is ``None``, and ``review --git`` says so instead of writing
+a review without one.
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ class Provenance:
         return [
             f"Provenance: `handoff-fsm` {self.version}; statechart DOT SHA-256 "
             f"`{self.chart_sha256}` (the digest the statechart SVG and PNG carry; "
-            f"`sha256sum diagrams/statechart.dot` prints it). {commit}",
+            f"`sha256sum statechart.dot` beside this file prints it). {commit}",
         ]
 
 

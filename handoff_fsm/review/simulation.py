@@ -1,7 +1,8 @@
 """What ``handoff-fsm simulate --plots DIR`` writes: the plots and a ``summary.md``.
 
 Rule kept here: the folder is computed in memory first, as ``name -> bytes``
-(:func:`plot_files`), from the run alone, then written; the same configuration
+(:func:`plot_files`), from the run alone, then written, each file atomically
+(:func:`~handoff_fsm.io.atomic.write_files`); the same configuration
 gives the same bytes, so the folder can be committed and checked for drift.
 That is why ``summary.md`` holds the table ``simulate`` prints *without* its
 two wall-clock rows (the only figures that differ between runs of one seed),
@@ -16,17 +17,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from handoff_fsm.render.plots import HOLDS, LATENCY, PHASES, plots, run_line, svg
+from handoff_fsm.io.atomic import write_files
+from handoff_fsm.render.plots import HOLDS, LATENCY, PHASES, PLOT_NAMES, plots, run_line, svg
 from handoff_fsm.simulate.config import (
-    Count,
-    CountRange,
-    Exponential,
-    Fixed,
-    Latency,
+    SESSION_SETTINGS,
     SimulationConfig,
-    Tokens,
-    Uniform,
     command_config,
+    settings,
 )
 from handoff_fsm.simulate.phases import (
     COMPLETIONS,
@@ -42,6 +39,8 @@ from handoff_fsm.simulate.result import SimulationResult
 from handoff_fsm.simulate.summary import rows, summarize
 
 SUMMARY_NAME: Final = "summary.md"
+PLOT_FILES: Final = frozenset((*PLOT_NAMES, SUMMARY_NAME))
+"""The names of the files ``--plots DIR`` writes into ``DIR``."""
 
 
 def command_line(config: SimulationConfig) -> str | None:
@@ -59,6 +58,7 @@ def command_line(config: SimulationConfig) -> str | None:
         decode_cancel_rate=plan.decode_cancel,
         engine=config.coordinator_engine,
         revision=config.revision,
+        **{name: getattr(config, name) for name in SESSION_SETTINGS},
     )  # cannot fail: every value was checked when ``config`` was built
     if same != config:
         return None
@@ -74,69 +74,22 @@ def command_line(config: SimulationConfig) -> str | None:
     if config.revision.value != "seed":
         words.append(f"--revision {config.revision.value}")
     words.append(f"--seed {config.seed}")
+    defaults = command_config()
+    for name in SESSION_SETTINGS:
+        value = getattr(config, name)
+        if value != getattr(defaults, name):
+            text = "off" if value is None else repr(value)
+            words.append(f"--{name.replace('_', '-')} {text}")
     if config.coordinator_engine != "compiled":
         words.append(f"--engine {config.coordinator_engine}")
     return " ".join(words)
 
 
-def _latency(value: Latency) -> str:
-    if isinstance(value, Fixed):
-        return f"{value.ms:g} ms"
-    if isinstance(value, Uniform):
-        return f"uniform {value.low:g} to {value.high:g} ms"
-    assert isinstance(value, Exponential)
-    return f"exponential, mean {value.mean_ms:g} ms"
-
-
-def _tokens(value: Tokens) -> str:
-    if isinstance(value, Count):
-        return str(value.n)
-    assert isinstance(value, CountRange)
-    return f"uniform {value.low} to {value.high}"
-
-
-def _optional_ms(value: float | None) -> str:
-    return "off" if value is None else f"{value:g} ms"
-
-
 def parameters(config: SimulationConfig) -> list[tuple[str, str]]:
-    """Every setting the run depended on, as ``(name, value)`` rows."""
-    plan = config.faults
-    faults = (
-        f"uniform, rate {plan.rate:g}"
-        if plan.rate is not None
-        else f"custom plan ({len(plan.script)} scripted)"
-    )
-    quirks = [name for name in ("visible_on_store",) if getattr(config.destination_quirks, name)]
-    return [
-        ("backend (order)", f"{config.backend.value} ({config.handoff_order.value})"),
-        ("protocol revision", config.revision.value),
-        ("coordinator engine", config.coordinator_engine),
-        ("handoffs", str(config.handoffs)),
-        ("concurrency", str(config.concurrency)),
-        ("seed", str(config.seed)),
-        ("faults", faults),
-        ("decode-cancel rate", f"{plan.decode_cancel:g}"),
-        ("prompt tokens", _tokens(config.prompt_tokens)),
-        ("destination cached tokens", _tokens(config.destination_cached_tokens)),
-        ("destination output tokens", str(config.destination_output_tokens)),
-        ("tokens per KV block", str(config.block_tokens)),
-        ("transfer timing mode", config.timing_mode.value),
-        ("KV bytes per token", str(config.kv_bytes_per_token)),
-        ("bandwidth", f"{config.bandwidth_gb_s:g} GB/s" if config.bandwidth_gb_s else "-"),
-        ("fallback transfer delay", f"{config.fallback_transfer_delay_ms:g} ms"),
-        ("acknowledgement round trip", _latency(config.ack_ms)),
-        ("prefill", _latency(config.prefill_ms)),
-        ("reservation", _latency(config.reserve_ms)),
-        ("decode per token", _latency(config.decode_ms_per_token)),
-        ("deadline", _optional_ms(config.deadline_ms)),
-        ("acknowledgement time-out", _optional_ms(config.ack_timeout_ms)),
-        (
-            "cancel re-send",
-            f"after {config.cleanup_retry_ms:g} ms, at most {config.cleanup_retries} times",
-        ),
-        ("destination quirks", ", ".join(quirks) if quirks else "none"),
-    ]
+    """Every setting the run depended on, as ``(name, value)`` rows: the simulator's own
+    account of its configuration (:func:`~handoff_fsm.simulate.config.settings`), the one
+    ``simulate`` prints above its table too."""
+    return settings(config)
 
 
 def _cell(text: str) -> str:
@@ -296,12 +249,6 @@ def plot_files(result: SimulationResult, run: RunTimes) -> dict[str, bytes]:
 
 
 def write_plots(folder: Path, result: SimulationResult, run: RunTimes) -> list[Path]:
-    """Write :func:`plot_files` into ``folder`` (created if needed); returns the paths."""
-    files = plot_files(result, run)
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, data in files.items():
-        path = folder / name
-        path.write_bytes(data)
-        written.append(path)
-    return written
+    """Write :func:`plot_files` into ``folder`` (created if needed), each file atomically;
+    returns the paths."""
+    return write_files(folder, plot_files(result, run))

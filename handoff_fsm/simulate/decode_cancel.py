@@ -107,6 +107,11 @@ class DecodeCancelRun:
     """Virtual ms, over the whole run, destinations kept requests canceled while decoding."""
 
     @property
+    def parting_line(self) -> int:
+        """The trace line of the ``Canceled`` fact: up to it every revision's run is the same."""
+        return self.followed.steps[self.cancel].line
+
+    @property
     def after_success(self) -> str:
         """What the coordinator did with the cancel: ``Canceled after Complete #5 (Success): …``."""
         steps = self.followed.steps

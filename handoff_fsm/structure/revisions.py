@@ -118,34 +118,41 @@ def entered_states(family: ChartModel, compiled: CompiledChart, edges: Iterable[
     of a compound state, every region of a parallel one).
     """
     entered = {state_id for state in compiled.states for state_id in state.configuration}
-    # States whose entering was followed: a configuration's states were entered too, but
-    # what entering them entered need not be in the configuration any more.
-    expanded: set[str] = set()
-
-    def enter(state_id: str) -> None:
-        if state_id in expanded:
-            return
-        expanded.add(state_id)
-        entered.add(state_id)
-        state = family.state(state_id)
-        if state.parent is not None:
-            enter(state.parent)
-        children = family.children(state_id)
-        if state.kind is StateKind.PARALLEL:
-            for child in children:
-                enter(child.id)
-        elif children:
-            enter(next((c for c in children if c.initial), children[0]).id)
-
+    # A configuration's states were entered too, but what entering them entered need not
+    # be in the configuration any more.
+    for state_id in tuple(entered):
+        entered |= entered_with(family, state_id)
     edges = tuple(edges)
     grew = True
     while grew:
         before = len(entered)
         for edge in edges:
             if edge.source in entered:
-                enter(edge.target)
+                entered |= entered_with(family, edge.target)
         grew = len(entered) != before
     return entered
+
+
+def entered_with(model: ChartModel, state_id: str) -> frozenset[str]:
+    """The states active once ``state_id`` is entered: itself, its ancestors and what
+    entering it enters (the initial child of a compound state, every region of a
+    parallel one, and so on down), as the framework enters them."""
+    found: set[str] = set()
+    node: str | None = model.state(state_id).parent
+    while node is not None:
+        found.add(node)
+        node = model.state(node).parent
+    below = [state_id]
+    while below:
+        current = below.pop()
+        found.add(current)
+        state = model.state(current)
+        children = model.children(current)
+        if state.kind is StateKind.PARALLEL:
+            below += [child.id for child in children]
+        elif children:
+            below.append(next((c for c in children if c.initial), children[0]).id)
+    return frozenset(found)
 
 
 def _python(expression: str) -> str:

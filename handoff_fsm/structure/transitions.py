@@ -6,10 +6,11 @@ in document order, and whether it fired is decided by python-statemachine's own
 interpreter, never inferred from the compiled table. Each compiled step (one chart
 state, one event) is sent once more through the framework with a
 :class:`FiredTransitions` listener, which records every declared transition the
-framework fires for it: the event's own, the eventless ones it enables and the
-``done.state`` ones. A rejecting transition (an internal self-transition whose
-validator always raises) never fires; it counts as taken when it rejects an input, and
-is identified by its source, event and error code (:func:`rejection_transition`).
+framework fires for it, in the order it fires them: the event's own, the eventless
+ones it enables and the ``done.state`` ones. A rejecting transition (an internal
+self-transition whose validator always raises) never fires; it counts as taken when it
+rejects an input, and is identified by its source, event and error code
+(:func:`rejection_transition`).
 
 Every revision compiles its own table (its own state and step indexes), so a step
 belongs to one revision; the declared transitions are shared (one chart shows every
@@ -72,15 +73,29 @@ def chart_transitions() -> tuple[Edge, ...]:
 
 
 class FiredTransitions:
-    """A python-statemachine listener: the indexes of the declared transitions that fired."""
+    """A python-statemachine listener: the indexes of the declared transitions that fired.
+
+    ``fired`` is the set; ``order`` the same indexes in the order the framework fired them
+    (an input's own transition before the eventless and ``done.state`` ones it enables).
+    """
 
     def __init__(self) -> None:
         chart_transitions()  # the indexes below are the description's
         self._index = {transition: i for i, transition in enumerate(_declared())}
         self.fired: set[int] = set()
+        self.order: list[int] = []
 
     def on_transition(self, transition: Transition) -> None:
-        self.fired.add(self._index[transition])
+        self.add(self._index[transition])
+
+    def add(self, index: int) -> None:
+        if index not in self.fired:
+            self.fired.add(index)
+            self.order.append(index)
+
+    def clear(self) -> None:
+        self.fired.clear()
+        self.order.clear()
 
 
 def rejection_transition(leaves: Iterable[str], event: str, code: ErrorCode) -> int | None:
@@ -111,7 +126,17 @@ def step_transitions(
     revision: Revision = Revision.SEED,
 ) -> dict[tuple[int, str], frozenset[int]]:
     """For each compiled step ``(source state index, event)`` of ``revision``: the declared
-    transitions it fires.
+    transitions it fires (:func:`fired_in_order`, as sets).
+    """
+    return {key: frozenset(order) for key, order in fired_in_order(revision).items()}
+
+
+@cache
+def fired_in_order(
+    revision: Revision = Revision.SEED,
+) -> dict[tuple[int, str], tuple[int, ...]]:
+    """For each compiled step ``(source state index, event)`` of ``revision``: the declared
+    transitions it fires, in the order the framework fires them.
 
     Asks the framework: each step is sent once through python-statemachine's
     interpreter, from the step's configuration and fields, with a listener (the
@@ -122,7 +147,7 @@ def step_transitions(
     model = QuietModel()
     listener = FiredTransitions()
     charts: dict[HandoffOrder, HandoffChart] = {}
-    mapping: dict[tuple[int, str], frozenset[int]] = {}
+    mapping: dict[tuple[int, str], tuple[int, ...]] = {}
     for step in compiled.steps:
         state = compiled.states[step.source]
         chart = charts.get(state.order)
@@ -131,7 +156,7 @@ def step_transitions(
             chart.add_listener(listener)  # type: ignore[no-untyped-call]
         model.state = OrderedSet(state.configuration)
         chart.load_fields(state.fields)
-        listener.fired.clear()
+        listener.clear()
         payload = {PAYLOAD: None} if step.event in FACT_EVENTS.values() else {}
         try:
             chart.send(step.event, **payload)
@@ -140,12 +165,12 @@ def step_transitions(
             index = rejection_transition(state.leaves, step.event, rejection.code)
             if index is None:
                 raise AssertionError(f"no declared transition rejects {step}") from None
-            listener.fired.add(index)
+            listener.add(index)
         reached = configuration_of(chart)
         target = compiled.states[step.target]
         if (reached, chart.fields()) != (target.configuration, target.fields):
             raise AssertionError(f"the framework disagrees with compiled {step}: {reached}")
-        mapping[(step.source, step.event)] = frozenset(listener.fired)
+        mapping[(step.source, step.event)] = tuple(listener.order)
     return mapping
 
 

@@ -6,7 +6,10 @@ the coordinator's snapshots before each input) mapped through
 python-statemachine's own interpreter which declared transitions each step fires;
 nothing here infers a transition from the compiled table. Every revision compiles
 its own table (its own state and step indexes), so a :class:`ChartCoverage` belongs
-to one revision.
+to one revision. A compiled step an exhaustive exploration never took is judged by
+:func:`untaken_steps` from what the exploration saw, never from a list: it is
+expected exactly when only an outcome of some action kinds raises its event and no
+explored state of that chart state had an action of those kinds outstanding.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from handoff_fsm.chart import REJECTIONS
 from handoff_fsm.engines.compiled import ChartState, Step, compiled_chart
 from handoff_fsm.io.inputs import Input, Reply
 from handoff_fsm.model import HandoffOrder, Revision
+from handoff_fsm.structure.describe import EventKind, input_events
 from handoff_fsm.structure.transitions import chart_transitions, step_transitions
 from handoff_fsm.verify.invariants import InputClass, Observation
 
@@ -76,6 +80,9 @@ class ChartCoverage:
     """Indexes of :func:`chart_transitions` exercised."""
     revision: Revision = Revision.SEED
     """Whose compiled table ``states`` and ``steps`` index."""
+    awaited: frozenset[tuple[int, str]] = frozenset()
+    """``(chart state index, action kind)``: an action of that kind was outstanding in some
+    state reached with that chart state (what an outcome there can acknowledge)."""
 
     @classmethod
     def of_steps(
@@ -83,6 +90,7 @@ class ChartCoverage:
         states: Iterable[int],
         steps: Iterable[tuple[int, str]],
         revision: Revision = Revision.SEED,
+        awaited: Iterable[tuple[int, str]] = (),
     ) -> ChartCoverage:
         """Coverage of these states and steps, transitions as the framework fires them."""
         taken = frozenset(steps)
@@ -92,6 +100,7 @@ class ChartCoverage:
             taken,
             frozenset(i for key in taken for i in mapping[key]),
             revision,
+            frozenset(awaited),
         )
 
     def __or__(self, other: ChartCoverage) -> ChartCoverage:
@@ -105,6 +114,7 @@ class ChartCoverage:
             self.steps | other.steps,
             self.transitions | other.transitions,
             self.revision,
+            self.awaited | other.awaited,
         )
 
     def figures(self, orders: Iterable[HandoffOrder] = tuple(HandoffOrder)) -> dict[str, Any]:
@@ -149,3 +159,58 @@ def coverage_totals(
     mapping = step_transitions(revision)
     transitions = frozenset(i for key in steps for i in mapping[key])
     return ChartCoverage(states, steps, transitions, revision)
+
+
+@dataclass(frozen=True, slots=True)
+class UntakenStep:
+    """A compiled step no explored input took, and whether the exploration explains why."""
+
+    state: ChartState
+    event: str
+    expected: bool
+    """The exploration shows no input can take it (see :func:`untaken_steps`)."""
+    why: str
+    """The reason in words, or what should have taken it."""
+
+
+def untaken_steps(
+    coverage: ChartCoverage, orders: Iterable[HandoffOrder] = tuple(HandoffOrder)
+) -> list[UntakenStep]:
+    """Every step of these orders' chart states ``coverage`` did not take, judged.
+
+    The compiler sends every event in every chart state; an exploration gives each
+    reachable state every input. So a step stays untaken only when the input that raises
+    its event never reaches the chart there: an acknowledgement (or a ``Failed``
+    outcome) of an action of a kind none of the explored states of that chart state
+    had outstanding (``coverage.awaited``). That is *expected*: the journal refuses an
+    outcome of an action not outstanding before the chart sees it. Any other untaken
+    step (a fact, ``start()``, an outcome of an action that was outstanding) is not:
+    some input the exploration gave should have taken it.
+    """
+    totals = coverage_totals(orders, coverage.revision)
+    states = compiled_chart(coverage.revision).states
+    raised_by = {event.event: event for event in input_events()}
+    judged = []
+    for source, event in sorted(totals.steps - coverage.steps):
+        state = states[source]
+        known = raised_by.get(event)
+        said = "this input" if known is None else known.text.replace("`", "")
+        outstanding = sorted(kind for index, kind in coverage.awaited if index == source)
+        there = ", ".join(outstanding) or "nothing"
+        if known is None or known.kind not in (EventKind.ACKNOWLEDGEMENT, EventKind.ACTION_FAILED):
+            judged.append(
+                UntakenStep(state, event, False, f"{said} was given in every state explored")
+            )
+            continue
+        kinds = set(known.acknowledges)
+        if kinds.isdisjoint(outstanding):
+            why = (
+                f"only {said} raises it, and no explored state here has one "
+                f"outstanding (outstanding here: {there})"
+            )
+            judged.append(UntakenStep(state, event, True, why))
+        else:
+            awaited = ", ".join(sorted(kinds.intersection(outstanding)))
+            why = f"{awaited} is outstanding here, yet no outcome of it took this step"
+            judged.append(UntakenStep(state, event, False, why))
+    return judged

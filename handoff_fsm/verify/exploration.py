@@ -576,6 +576,12 @@ def explore(
             (n.chart_state.index for n in graph.nodes if n.chart_state is not None),
             graph.steps,
             revision,
+            {
+                (n.chart_state.index, kind.__name__)
+                for n in graph.nodes
+                if n.chart_state is not None
+                for _, kind in n.obs.outstanding()
+            },
         )
     return ExplorationReport(
         order=order,

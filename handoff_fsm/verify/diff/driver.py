@@ -6,9 +6,10 @@ against every layout a side may have. Rule kept here: a side is driven only thro
 its own trace replayer (the ``TraceReplayer`` behind ``handoff-fsm replay``), so every
 reply the diff sees is exactly the line ``handoff-fsm replay`` prints for it, and this
 file imports nothing of ``handoff_fsm`` at module level. The same file therefore
-drives the running package in-process and, run as ``python -c <this file>`` with
-``PYTHONPATH`` at a checkout, the package committed at any git revision that has
-trace replay, speaking one JSON object per line on stdin/stdout.
+drives the running package in-process and, run as the program of an isolated
+interpreter whose import path starts at a checkout (see
+:func:`handoff_fsm.verify.diff.sides.isolated_path`), the package committed at any
+git revision that has trace replay, speaking one JSON object per line on stdin/stdout.
 
 The names it relies on in a side's package (and nothing else):
 

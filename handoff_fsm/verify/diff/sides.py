@@ -9,8 +9,9 @@ committed long ago answer in exactly the same terms. A side is one of
   engine, driven in-process;
 - ``git:REV[:REVISION][@ENGINE]``: the project as committed at git revision
   ``REV`` of the repository containing the working directory, exported with
-  ``git archive`` into a temporary directory and driven in a subprocess whose
-  ``PYTHONPATH`` points there (the running package is never replaced);
+  ``git archive`` into a temporary directory and driven in a subprocess that imports
+  the package from there and from nowhere else (:func:`isolated_path`; the running
+  package, even an editable install of the working copy, never leaks into a side);
   without ``REVISION``, whatever that commit's replay does by default;
 - ``worktree[:REVISION][@ENGINE]``: the same, for the files of that repository's
   working tree as they are on disk (uncommitted edits included).
@@ -151,6 +152,32 @@ class InProcessSide:
 
 
 _DRIVER_SOURCE: Final = Path(inspect.getfile(SideDriver)).read_text(encoding="utf-8")
+_DRIVER_NAME: Final = "<handoff-fsm diff side>"
+
+_ISOLATED: Final = ("-I", "-S")
+"""A side's interpreter reads no ``PYTHON*`` variable, no user site and no ``.pth`` file:
+an editable install's ``.pth`` puts the working copy on the import path (or a finder for
+it on ``sys.meta_path``), and a commit lacking a module would import it from there."""
+
+
+def isolated_path(root: Path) -> list[str]:
+    """A side's import path: ``root`` first, then this interpreter's path (the standard
+    library, the installed dependencies) without any entry holding a ``handoff_fsm``
+    package, so the package a side imports is ``root``'s, all of it."""
+    kept = [entry for entry in sys.path if entry and not (Path(entry) / "handoff_fsm").exists()]
+    return [str(root), *kept]
+
+
+def isolated_command(root: Path, source: str, *args: str) -> list[str]:
+    """The command that runs ``source`` (a module's text) with ``root``'s package alone.
+
+    The source is compiled as a module of its own (the driver opens with a
+    ``__future__`` import) once the import path is :func:`isolated_path`."""
+    program = (
+        f"import sys\nsys.path[:0] = {isolated_path(root)!r}\n"
+        f"exec(compile({source!r}, {_DRIVER_NAME!r}, 'exec'))\n"
+    )
+    return [sys.executable, *_ISOLATED, "-c", program, *args]
 
 
 class SubprocessSide:
@@ -170,10 +197,9 @@ class SubprocessSide:
         environment = {
             key: value for key, value in os.environ.items() if not key.startswith("PYTHON")
         }
-        environment["PYTHONPATH"] = str(root)
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
         self._process = subprocess.Popen(
-            [sys.executable, "-c", _DRIVER_SOURCE, json.dumps([spec.engine, spec.revision])],
+            isolated_command(root, _DRIVER_SOURCE, json.dumps([spec.engine, spec.revision])),
             cwd=root,
             env=environment,
             stdin=subprocess.PIPE,

@@ -1,0 +1,117 @@
+"""The review's "System" section: each revision's system check, its verdicts, its drawings.
+
+Rule kept here: every verdict, count and counterexample comes from
+:func:`~handoff_fsm.verify.system.check_system` run with its defaults (DESIGN §10) when
+the review is written, once per process; each counterexample's lifecycle is its trace
+drawn the one way (:func:`~handoff_fsm.verify.system.system_lifecycle`) and written
+beside the review with the trace (:func:`system_files`). Nothing is timed, so the same
+code gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache, partial
+from typing import Final
+
+from handoff_fsm.io.lifecycle import Lifecycle
+from handoff_fsm.model import Revision
+from handoff_fsm.render.sequence import render_sequence
+from handoff_fsm.verify.system import STATEMENTS, SystemReport, check_system, system_lifecycle
+
+HEADING: Final = "System"
+
+
+@cache
+def system_reports() -> dict[Revision, SystemReport]:
+    """``check_system(revision)`` with its defaults, for every revision, once per process."""
+    return {revision: check_system(revision) for revision in Revision}
+
+
+def system_file(revision: Revision, name: str, suffix: str) -> str:
+    """Where a counterexample's file goes (``seed/system_no_kv_leak.svg``)."""
+    return f"{revision.value}/system_{name}.{suffix}"
+
+
+def system_files() -> dict[str, Callable[[], bytes]]:
+    """Each counterexample's trace and lifecycle, by path (drawn only when called)."""
+    files: dict[str, Callable[[], bytes]] = {}
+    for revision, report in system_reports().items():
+        for verdict in report.verdicts:
+            example = verdict.counterexample
+            if example is None:
+                continue
+            name = verdict.name.value
+            trace = example.jsonl().encode("utf-8")
+            files[system_file(revision, name, "jsonl")] = partial(bytes, trace)
+            title = f"{name}: shortest counterexample ({revision.value})"
+            files[system_file(revision, name, "svg")] = partial(
+                _drawn, system_lifecycle(example, title=title)
+            )
+    return files
+
+
+def _drawn(lifecycle: Lifecycle) -> bytes:
+    return render_sequence(lifecycle, "svg")
+
+
+def system_markdown(number: int) -> list[str]:
+    """The section: what the world is, then per revision its settings, verdicts, drawings."""
+    out = [
+        f"## {number}. {HEADING}",
+        "",
+        "`handoff-fsm check --system` explores the coordinator of each revision inside the "
+        "real session policy, with an honest source and destination, a client that may "
+        "cancel once, workers that may fail once and a network that may deliver every "
+        "message in any order (docs/verification.md, DESIGN §10). Each property is judged in "
+        "every reachable world state; a violated one is shown by its shortest run: the world "
+        "steps, and the coordinator's inputs as a trace (`handoff-fsm replay` and "
+        "`handoff-fsm lifecycle` take it as it is), drawn with the world's steps marked "
+        "(notes for what the workers, the client and the policy's timers did).",
+        "",
+    ]
+    for index, (revision, report) in enumerate(system_reports().items(), start=1):
+        out += [
+            f"### {number}.{index}. `{revision.value}`",
+            "",
+            f"Settings: {report.settings.describe()}. Explored: {report.states:,} world "
+            f"states, {report.transitions:,} steps ({report.session_states:,} session states).",
+            "",
+            "| Property | Statement | Verdict |",
+            "| --- | --- | --- |",
+        ]
+        for verdict in report.verdicts:
+            name = verdict.name.value
+            if verdict.counterexample is None:
+                shown = "holds"
+            else:
+                steps = len(verdict.counterexample.world)
+                shown = f"**violated** ([{steps} steps](#{_anchor(revision, name)}))"
+            out.append(f"| `{name}` | {STATEMENTS[verdict.name]} | {shown} |")
+        out.append("")
+        for verdict in report.verdicts:
+            example = verdict.counterexample
+            if example is None:
+                continue
+            name = verdict.name.value
+            trace = system_file(revision, name, "jsonl")
+            out += [
+                f'<a id="{_anchor(revision, name)}"></a>',
+                "",
+                f"#### `{name}` under `{revision.value}` ({example.order.value})",
+                "",
+                f"{example.message[0].upper()}{example.message[1:]}. Trace: [{trace}]({trace}).",
+                "",
+                *(
+                    f"{position}. {step.kind}: {step.text}"
+                    for position, step in enumerate(example.world, start=1)
+                ),
+                "",
+                f"![{name} under {revision.value}]({system_file(revision, name, 'svg')})",
+                "",
+            ]
+    return out
+
+
+def _anchor(revision: Revision, name: str) -> str:
+    return f"system-{revision.value}-{name.replace('_', '-')}"
