@@ -18,11 +18,14 @@ import math
 import re
 import sys
 from enum import StrEnum
-from typing import Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from handoff_fsm.coordinator import ENGINES
 from handoff_fsm.errors import quoted
 from handoff_fsm.model import Revision
+
+if TYPE_CHECKING:
+    from handoff_fsm.io.follow import FollowedRun
 
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """Where a subcommand's module adds its parser (``register(commands)``)."""
@@ -184,3 +187,24 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {quoted(text)}")
     return value
+
+
+def shown_key(key: str) -> str:
+    """A coordinator key as the terminal should show it: as is, or JSON-quoted if unprintable."""
+    return key if key.isprintable() and key.strip() == key and key else json.dumps(key)
+
+
+SHOWN_ERRORS: Final = 5
+"""Lines that name no coordinator listed on stderr (the rest are counted)."""
+
+
+def warn_unattributed(command: str, run: FollowedRun, what: str) -> None:
+    """Say on stderr which lines of a followed trace named no coordinator: the first
+    :data:`SHOWN_ERRORS` as ``line N <what>: code: message``, then how many more."""
+    for line, code, message in run.unattributed[:SHOWN_ERRORS]:
+        print(
+            f"handoff-fsm {command}: line {line} {what}: {code.value}: {message}", file=sys.stderr
+        )
+    more = run.unattributed_count - min(len(run.unattributed), SHOWN_ERRORS)
+    if more > 0:
+        print(f"handoff-fsm {command}: {more} more lines name no coordinator", file=sys.stderr)

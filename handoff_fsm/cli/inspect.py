@@ -15,21 +15,25 @@ code where it has one, exit status 2, and nothing is written.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from handoff_fsm.cli.common import Commands, add_coordinator, add_revision, add_trace, fail
+from handoff_fsm.cli.common import (
+    Commands,
+    add_coordinator,
+    add_revision,
+    add_trace,
+    fail,
+    shown_key,
+    warn_unattributed,
+)
 from handoff_fsm.cli.files import Kind, Output, check_outputs, trace_lines, trace_name, write_output
 from handoff_fsm.errors import HandoffError
 
 if TYPE_CHECKING:
-    from handoff_fsm.io.follow import FollowedTrace
+    pass
 
 SUFFIXES: Final = (".html", ".htm")
-_SHOWN_ERRORS: Final = 5
-"""Lines that name no coordinator listed on stderr (the rest are counted)."""
 
 
 def register(commands: Commands) -> None:
@@ -63,23 +67,6 @@ def _fail(message: str) -> int:
     return fail("inspect", message)
 
 
-def _shown(key: str) -> str:
-    """A coordinator key as the terminal should show it: as is, or JSON-quoted if unprintable."""
-    return key if key.isprintable() and key.strip() == key and key else json.dumps(key)
-
-
-def _warn_unattributed(trace: FollowedTrace) -> None:
-    run = trace.runs[0]
-    for line, code, message in run.unattributed[:_SHOWN_ERRORS]:
-        print(
-            f"handoff-fsm inspect: line {line} names no coordinator: {code.value}: {message}",
-            file=sys.stderr,
-        )
-    more = run.unattributed_count - min(len(run.unattributed), _SHOWN_ERRORS)
-    if more > 0:
-        print(f"handoff-fsm inspect: {more} more lines name no coordinator", file=sys.stderr)
-
-
 def cli_inspect(args: argparse.Namespace) -> int:
     """``handoff-fsm inspect TRACE|- [--coordinator KEY] [--revision R] -o page.html``."""
     from handoff_fsm.io.follow import follow_all
@@ -102,7 +89,7 @@ def cli_inspect(args: argparse.Namespace) -> int:
             )
     except HandoffError as error:  # e.g. a trace that is not UTF-8 creates no coordinator
         return _fail(f"{trace_name(args.trace)}: {error.code.value}: {error.message}")
-    _warn_unattributed(trace)
+    warn_unattributed("inspect", trace.runs[0], "names no coordinator")
     name = Path(trace_name(args.trace)).name
     try:
         page = inspector_html(trace, name=name, shown=args.coordinator)
@@ -113,6 +100,6 @@ def cli_inspect(args: argparse.Namespace) -> int:
     count = len(trace.runs) + trace.not_followed
     print(
         f"wrote {output} ({count} coordinator{'s' if count != 1 else ''}; "
-        f"showing {_shown(shown)} first)"
+        f"showing {shown_key(shown)} first)"
     )
     return 0

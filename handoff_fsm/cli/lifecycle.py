@@ -19,20 +19,23 @@ read, and the drawing replaces it atomically.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
-from handoff_fsm.cli.common import Commands, add_coordinator, add_revision, add_trace, fail
+from handoff_fsm.cli.common import (
+    Commands,
+    add_coordinator,
+    add_revision,
+    add_trace,
+    fail,
+    shown_key,
+    warn_unattributed,
+)
 from handoff_fsm.cli.files import Kind, Output, check_outputs, trace_lines, trace_name, write_output
 from handoff_fsm.errors import HandoffError
 
 if TYPE_CHECKING:
-    from handoff_fsm.io.follow import CoordinatorSummary, FollowedRun
-
-_SHOWN_ERRORS: Final = 5
-"""Lines that name no coordinator listed on stderr (the rest are counted)."""
+    from handoff_fsm.io.follow import CoordinatorSummary
 
 
 def register(commands: Commands) -> None:
@@ -70,16 +73,11 @@ def _fail(message: str) -> int:
     return fail("lifecycle", message)
 
 
-def _shown(key: str) -> str:
-    """A coordinator key as the terminal should show it: as is, or JSON-quoted if unprintable."""
-    return key if key.isprintable() and key.strip() == key and key else json.dumps(key)
-
-
 def _print_list(coordinators: tuple[CoordinatorSummary, ...]) -> None:
     rows = [("coordinator", "order", "revision", "inputs", "rejected", "completion")]
     rows += [
         (
-            _shown(c.coordinator),
+            shown_key(c.coordinator),
             c.order.value,
             c.revision.value,
             str(c.inputs),
@@ -95,17 +93,6 @@ def _print_list(coordinators: tuple[CoordinatorSummary, ...]) -> None:
             for i, (cell, width) in enumerate(zip(row, widths, strict=True))
         ]
         print("  ".join(cells).rstrip())
-
-
-def _warn_unattributed(run: FollowedRun) -> None:
-    for line, code, message in run.unattributed[:_SHOWN_ERRORS]:
-        print(
-            f"handoff-fsm lifecycle: line {line} not drawn: {code.value}: {message}",
-            file=sys.stderr,
-        )
-    more = run.unattributed_count - min(len(run.unattributed), _SHOWN_ERRORS)
-    if more > 0:
-        print(f"handoff-fsm lifecycle: {more} more lines name no coordinator", file=sys.stderr)
 
 
 def cli_lifecycle(args: argparse.Namespace) -> int:
@@ -138,12 +125,12 @@ def cli_lifecycle(args: argparse.Namespace) -> int:
             run = follow(lines, args.coordinator, revision=args.revision)
     except HandoffError as error:  # e.g. a trace that is not UTF-8 creates no coordinator
         return _fail(f"{trace_name(args.trace)}: {error.code.value}: {error.message}")
-    _warn_unattributed(run)
+    warn_unattributed("lifecycle", run, "not drawn")
     assert output is not None
     try:
         data = lifecycle_bytes(lifecycle_of(run, title=args.title), output.suffix)
     except GraphvizError as error:
         return _fail(str(error))
     write_output(args.output, data)
-    print(f"wrote {output} (coordinator {_shown(run.coordinator)}, {run.inputs} inputs)")
+    print(f"wrote {output} (coordinator {shown_key(run.coordinator)}, {run.inputs} inputs)")
     return 0
