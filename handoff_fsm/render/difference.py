@@ -20,16 +20,12 @@ import graphviz
 
 from handoff_fsm.render.graphviz import render
 from handoff_fsm.render.labels import html, plain, text
-from handoff_fsm.render.pinned import LINE, arrow, caption, lines, pos
+from handoff_fsm.render.pinned import LINE, arrow, caption, lifeline, lines, pos
+from handoff_fsm.render.pinned import note as draw_note
 from handoff_fsm.render.stamp import Format
 from handoff_fsm.render.style import (
     FONT,
     INK,
-    LIFELINE,
-    MUTED,
-    NOTE_FILL,
-    NOTE_LINE,
-    PARALLEL_FILL,
     REJECT,
 )
 
@@ -68,22 +64,6 @@ def _heights(steps: Sequence[LaneStep]) -> list[tuple[list[str], list[str], list
     ]
 
 
-def _lane(g: Any, name: str, words: str, x: float, top: float) -> None:
-    for place, y in (("head", top), ("foot", 0.0)):
-        g.node(
-            f"{name}_{place}",
-            label=plain(words),
-            shape="box",
-            style="rounded,filled",
-            fillcolor=PARALLEL_FILL["active"],
-            color=MUTED,
-            width="1.9",
-            height="0.4",
-            pos=pos(x, y),
-        )
-    g.edge(f"{name}_head", f"{name}_foot", style="dashed", color=LIFELINE, arrowhead="none")
-
-
 def difference_dot(title: str, a: str, b: str, note: str, steps: Sequence[LaneStep]) -> str:
     """The difference as DOT with fixed positions (draw it with :func:`render_difference`);
     the last of ``steps`` is the one whose replies differ."""
@@ -109,20 +89,9 @@ def difference_dot(title: str, a: str, b: str, note: str, steps: Sequence[LaneSt
         edge_attr={"arrowsize": "0.7", "color": INK},
     )
     for name, words, x in (("A", f"A: {a}", x_a), ("I", "Inputs", x_i), ("B", f"B: {b}", x_b)):
-        _lane(g, name, words, x, top)
+        lifeline(g, name, words, x, top, width=1.9)
     y = top - _HEAD / 2 - _ROW
-    g.node(
-        "note",
-        label=plain(note),
-        shape="note",
-        style="filled",
-        fillcolor=NOTE_FILL,
-        color=NOTE_LINE,
-        fontsize="9",
-        height="0.25",
-        margin="0.08,0.02",
-        pos=pos(x_i, y),
-    )
+    draw_note(g, "note", note, x_i, y)
     for number, ((said, reply_a, reply_b), step) in enumerate(zip(rows, steps, strict=True), 1):
         last = number == len(steps)
         if last:  # room for the frame between the step before and this one

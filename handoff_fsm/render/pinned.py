@@ -2,7 +2,8 @@
 
 Rule kept here: the few marks such a drawing is made of (a pinned position, a
 horizontal arrow between two points, a caption on a white ground, a caption's text
-wrapped to the room it has) are written once, here, for the lifecycles
+wrapped to the room it has, a note, a lifeline with its head and foot) are written
+once, here, for the lifecycles
 (:mod:`~handoff_fsm.render.sequence`) and the per-difference lanes
 (:mod:`~handoff_fsm.render.difference`). Positions are points, y growing upwards
 as in Graphviz; label text is escaped by :mod:`~handoff_fsm.render.labels`.
@@ -13,7 +14,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any, Final
 
-from handoff_fsm.render.labels import plain_lines
+from handoff_fsm.render.labels import plain, plain_lines
+from handoff_fsm.render.style import LIFELINE, MUTED, NOTE_FILL, NOTE_LINE, PARALLEL_FILL
 
 CHAR: Final = 5.3
 """Width of one character of a 10 pt caption in points (DejaVu Sans, a little generous),
@@ -63,3 +65,38 @@ def caption(g: Any, name: str, words: list[str], x: float, y: float, **attrs: st
         pos=pos(x, y + (len(words) - 1) * LINE / 2),
         **attrs,
     )
+
+
+def note(g: Any, name: str, label: str, x: float, y: float, **attrs: str) -> None:
+    """A small note (the folded-corner box) at ``(x, y)``."""
+    g.node(
+        name,
+        label=plain(label),
+        shape="note",
+        style="filled",
+        fillcolor=NOTE_FILL,
+        color=NOTE_LINE,
+        fontsize="9",
+        height="0.25",
+        margin="0.08,0.02",
+        pos=pos(x, y),
+        **attrs,
+    )
+
+
+def lifeline(g: Any, name: str, label: str, x: float, top: float, *, width: float) -> None:
+    """A lifeline at ``x``: its name in a box at ``top`` and at the foot (y 0), dashed
+    between; its nodes are ``<name>_head`` and ``<name>_foot``."""
+    for place, y in (("head", top), ("foot", 0.0)):
+        g.node(
+            f"{name}_{place}",
+            label=plain(label),
+            shape="box",
+            style="rounded,filled",
+            fillcolor=PARALLEL_FILL["active"],
+            color=MUTED,
+            width=f"{width:g}",
+            height="0.4",
+            pos=pos(x, y),
+        )
+    g.edge(f"{name}_head", f"{name}_foot", style="dashed", color=LIFELINE, arrowhead="none")

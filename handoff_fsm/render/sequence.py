@@ -39,18 +39,14 @@ from handoff_fsm.model import HandoffCompletion
 from handoff_fsm.render.graphviz import render
 from handoff_fsm.render.labels import html, plain, text
 from handoff_fsm.render.mermaid import mermaid_text
-from handoff_fsm.render.pinned import CHAR, LINE, arrow, caption, lines, pos
+from handoff_fsm.render.pinned import CHAR, LINE, arrow, caption, lifeline, lines, note, pos
 from handoff_fsm.render.stamp import Format
 from handoff_fsm.render.style import (
     COMPLETION_COLOURS,
     FONT,
     HELD_BACK,
     INK,
-    LIFELINE,
     MUTED,
-    NOTE_FILL,
-    NOTE_LINE,
-    PARALLEL_FILL,
     PARTING,
     REJECT,
 )
@@ -69,7 +65,6 @@ _HEAD = 34.0
 _INK = INK
 _MUTED = MUTED
 _RED = REJECT
-_NOTE_FILL = NOTE_FILL
 _END_FILL: Final = {
     completion: COMPLETION_COLOURS[None if completion is None else completion.value]
     for completion in (*HandoffCompletion, None)
@@ -263,43 +258,11 @@ def _cross(g: Any, name: str, x: float, y: float) -> None:
     g.node(name, label=plain("✕"), shape="plaintext", fontcolor=_RED, fontsize="12", pos=pos(x, y))
 
 
-def _note(g: Any, name: str, label: str, x: float, y: float, **attrs: str) -> None:
-    g.node(
-        name,
-        label=plain(label),
-        shape="note",
-        style="filled",
-        fillcolor=_NOTE_FILL,
-        color=NOTE_LINE,
-        fontsize="9",
-        height="0.25",
-        margin="0.08,0.02",
-        pos=pos(x, y),
-        **attrs,
-    )
-
-
 def _lifelines(g: Any, layout: _Layout) -> None:
     for participant in PARTICIPANTS:
-        x = layout.x(participant)
-        for place, y in (("head", layout.top), ("foot", 0.0)):
-            g.node(
-                f"{participant.value}_{place}",
-                label=plain(participant.value),
-                shape="box",
-                style="rounded,filled",
-                fillcolor=PARALLEL_FILL["active"],
-                color=_MUTED,
-                width=f"{layout.geometry.lifeline_width:g}",
-                height="0.4",
-                pos=pos(x, y),
-            )
-        g.edge(
-            f"{participant.value}_head",
-            f"{participant.value}_foot",
-            style="dashed",
-            color=LIFELINE,
-            arrowhead="none",
+        name = participant.value
+        lifeline(
+            g, name, name, layout.x(participant), layout.top, width=layout.geometry.lifeline_width
         )
 
 
@@ -309,7 +272,7 @@ def _message(
     name = f"m{row}"
     y = layout.y(row)
     if message.kind is MessageKind.STATE:
-        _note(g, name, message.text, layout.x(message.sender), y)
+        note(g, name, message.text, layout.x(message.sender), y)
         return
     if message.kind is MessageKind.END:
         fill, border = _END_FILL[completion]
@@ -438,7 +401,7 @@ def _legend(g: Any, geometry: Geometry, x0: float, y0: float, *, timed: bool, he
         name = f"legend_{kind.value}"
         x, y = _legend_place(geometry, x0, y0, index)
         if kind is MessageKind.STATE:
-            _note(g, name, "state", x + 17, y)
+            note(g, name, "state", x + 17, y)
         else:
             color = _COLOURS.get(kind, _INK)
             head = _HEADS.get(kind, "normal")
