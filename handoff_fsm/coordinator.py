@@ -298,8 +298,16 @@ class HandoffCoordinator:
     # ------------------------------------------------------------------ copies
 
     def __copy__(self) -> HandoffCoordinator:
-        """An independent coordinator in the same state (nothing is shared)."""
-        return type(self).restore(self.snapshot(), engine=self.engine)
+        """An independent coordinator in the same state (nothing changeable is shared).
+
+        The compiled engine's state is an entry of its revision's table, so its run is
+        copied as it is (the exhaustive searches copy many coordinators); the
+        interpreted engine's live chart is rebuilt through a snapshot."""
+        if self.engine != "compiled":
+            return type(self).restore(self.snapshot(), engine=self.engine)
+        copy = type(self).__new__(type(self))
+        copy._run = self._run.replica()
+        return copy
 
     def __deepcopy__(self, memo: dict[int, Any]) -> HandoffCoordinator:
         return self.__copy__()

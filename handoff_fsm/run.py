@@ -198,6 +198,19 @@ class HandoffRun:
             journal.next_id, dict(journal.issued), dict(journal.outcomes), self.timing, self.tokens
         )
 
+    def replica(self) -> HandoffRun:
+        """An independent run in the same state, sharing only immutable values (the ids,
+        the stored payloads, the engine state when it is a compiled table's entry; the
+        caller sets :attr:`state` for an engine whose state is live)."""
+        journal = self.journal
+        copy = HandoffRun(
+            self.handoff_id, self.order, self.fallback, ActionJournal(journal.next_id)
+        )
+        copy.journal.issued = dict(journal.issued)
+        copy.journal.outcomes = dict(journal.outcomes)
+        copy.timing, copy.tokens, copy.state = self.timing, self.tokens, self.state
+        return copy
+
     def rollback(self, checkpoint: object) -> None:
         assert isinstance(checkpoint, RunCheckpoint)
         journal = self.journal

@@ -21,13 +21,20 @@ from typing import TYPE_CHECKING, Final
 
 from handoff_fsm.cli.common import BOTH, fail, natural, revisions_named, verdict
 from handoff_fsm.cli.files import Kind, Output, check_outputs, named_errors
-from handoff_fsm.errors import HandoffError
+from handoff_fsm.errors import HandoffError, quoted
 from handoff_fsm.model import HandoffOrder
 
 if TYPE_CHECKING:
     from handoff_fsm.verify.system import PropertyVerdict, SystemReport
 
-SYSTEM_ONLY: Final = ("losses", "duplicates", "cleanup_retries", "no_deadline", "counterexamples")
+SYSTEM_ONLY: Final = (
+    "losses",
+    "duplicates",
+    "cleanup_retries",
+    "no_deadline",
+    "workers",
+    "counterexamples",
+)
 """The options that only ``--system`` takes (argument names)."""
 
 OWNED: Final = re.compile(r"[a-z0-9]+_[a-z_]+\.(txt|jsonl|svg)")
@@ -62,10 +69,30 @@ def add_system_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--no-deadline", action="store_true", help="a policy without a deadline")
     group.add_argument(
+        "--workers",
+        type=_workers,
+        metavar="KIND",
+        help="what a worker does with work on a request it was already told to cancel: "
+        "refuse it (remembering, the default) or take it (forgetful)",
+    )
+    group.add_argument(
         "--counterexamples",
         metavar="DIR",
         help="write each violated property's world steps, trace and lifecycle (SVG) to DIR",
     )
+
+
+def _workers(text: str) -> object:
+    """``--workers``' value as the world's own kind of workers (looked up only when given)."""
+    from handoff_fsm.verify.system.world import Workers
+
+    try:
+        return Workers(text)
+    except ValueError:
+        names = ", ".join(repr(kind.value) for kind in Workers)
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {quoted(text)} (choose from {names})"
+        ) from None
 
 
 def refuse_system_options(args: argparse.Namespace) -> None:
@@ -102,6 +129,7 @@ def cli_system(args: argparse.Namespace) -> int:
                 cleanup_retries=retries,
                 deadline=not args.no_deadline,
                 orders=orders,
+                **({} if args.workers is None else {"workers": args.workers}),
             )
             for revision in revisions_named(args.revision)
         ]

@@ -17,7 +17,7 @@ from handoff_fsm.verify.system.properties import (
     SystemSettings,
     WorldStep,
 )
-from handoff_fsm.verify.system.report import check_system
+from handoff_fsm.verify.system.report import check_system, default_report
 
 __all__ = [
     "STATEMENTS",
@@ -30,5 +30,6 @@ __all__ = [
     "SystemSettings",
     "WorldStep",
     "check_system",
+    "default_report",
     "system_lifecycle",
 ]

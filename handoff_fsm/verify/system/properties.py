@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any, Final, Literal
 
 from handoff_fsm.model import HandoffOrder, Revision
+from handoff_fsm.verify.system.world import Workers
 
 
 class Property(StrEnum):
@@ -63,6 +64,9 @@ class SystemSettings:
     """Whether the policy has a deadline (``--no-deadline``: it has none)."""
     orders: tuple[HandoffOrder, ...] = tuple(HandoffOrder)
     """The handoff orders explored (each a first state of the one exploration)."""
+    workers: Workers = Workers.REMEMBERING
+    """What a worker does with work on a request it was told to cancel
+    (``--workers``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,14 +77,20 @@ class SystemSettings:
             "ack_timeout": True,
             "cleanup_timeout": True,
             "orders": [order.value for order in self.orders],
+            "workers": self.workers.value,
         }
 
     def describe(self) -> str:
         """The settings in one line, as the report prints them."""
         deadline = "a deadline" if self.deadline else "no deadline"
         orders = " and ".join(order.value for order in self.orders)
+        workers = (
+            "workers that refuse work on a request they were told to cancel"
+            if self.workers is Workers.REMEMBERING
+            else "workers that forget a cancel of nothing"
+        )
         return (
-            f"{orders}; up to {_count(self.losses, 'lost message')} and "
+            f"{orders}; {workers}; up to {_count(self.losses, 'lost message')} and "
             f"{_count(self.duplicates, 'duplicate')}; policy with {deadline}, acknowledgement "
             f"and cleanup timeouts, {_count(self.cleanup_retries, 'cleanup retry', 'retries')}"
         )

@@ -11,6 +11,7 @@ world steps in words, and the coordinator's inputs the policy fed in that run as
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Final
 
 from handoff_fsm.coordinator import HandoffCoordinator
@@ -22,6 +23,7 @@ from handoff_fsm.model import (
     HandoffOrder,
     Revision,
     StartTransfer,
+    checked_member,
     checked_revision,
 )
 from handoff_fsm.policy import SessionPolicy
@@ -49,6 +51,7 @@ from handoff_fsm.verify.system.search import (
     Graph,
     Step,
     apply,
+    collector_paused,
     explore_graph,
     first_world,
 )
@@ -68,10 +71,10 @@ from handoff_fsm.verify.system.world import (
     TRANSFER_COMPLETED,
     Message,
     TimerKey,
+    Workers,
     World,
-    destination_answers,
+    answers,
     message_text,
-    source_answers,
 )
 
 DEADLINE_AFTER: Final = 100.0
@@ -95,6 +98,7 @@ def check_system(
     policy: type[SessionPolicy] = SessionPolicy,
     coordinator: type[HandoffCoordinator] = HandoffCoordinator,
     max_states: int | None = None,
+    workers: Workers | str = Workers.REMEMBERING,
 ) -> SystemReport:
     """Explore every reachable state of the world of ``revision`` (docs/verification.md)
     and judge the six properties; each violated one comes with its shortest counterexample.
@@ -103,7 +107,9 @@ def check_system(
     a deadline (unless ``deadline`` is false), an acknowledgement and a cleanup timeout,
     and ``cleanup_retries``; ``coordinator`` the coordinator class. ``orders`` defaults
     to both. ``max_states`` bounds the world states explored (the report then is not
-    ``ok``). A count that is not an int >= 0 is ``invalid_system_setting``.
+    ``ok``). ``workers`` says what a worker does with work on a request it was told to
+    cancel (:class:`~handoff_fsm.verify.system.world.Workers`). A count that is not an
+    int >= 0, or workers of another kind, is ``invalid_system_setting``.
     """
     settings = SystemSettings(
         revision=checked_revision(revision),
@@ -112,6 +118,7 @@ def check_system(
         cleanup_retries=_count("cleanup_retries", cleanup_retries),
         deadline=bool(deadline),
         orders=_orders(orders),
+        workers=checked_member(Workers, workers, SystemErrorCode.INVALID_SYSTEM_SETTING, "workers"),
     )
     if max_states is not None:
         _count("max_states", max_states)
@@ -126,16 +133,17 @@ def check_system(
         )
 
     session = Session(settings.revision, made, coordinator)
-    graph = explore_graph(settings, session, max_states)
-    verdicts = []
-    for name in Property:
-        finding = graph.findings.get(name)
-        if finding is None:
-            verdicts.append(PropertyVerdict(name, None, settings.losses, 0))
-            continue
-        tolerance = finding.fewest_losses - 1 if finding.fewest_losses else None
-        example = counterexample(graph, name, finding)
-        verdicts.append(PropertyVerdict(name, example, tolerance, finding.count))
+    with collector_paused():
+        graph = explore_graph(settings, session, max_states)
+        verdicts = []
+        for name in Property:
+            finding = graph.findings.get(name)
+            if finding is None:
+                verdicts.append(PropertyVerdict(name, None, settings.losses, 0))
+                continue
+            tolerance = finding.fewest_losses - 1 if finding.fewest_losses else None
+            example = counterexample(graph, name, finding)
+            verdicts.append(PropertyVerdict(name, example, tolerance, finding.count))
     return SystemReport(
         settings=settings,
         states=len(graph.worlds),
@@ -147,6 +155,13 @@ def check_system(
         verdicts=tuple(verdicts),
         exhausted=graph.exhausted,
     )
+
+
+@cache
+def default_report(revision: Revision) -> SystemReport:
+    """``check_system(revision)`` with every default, computed once per process: it is
+    deterministic, and the review, its verdict and ``diff --check`` all read it."""
+    return check_system(revision)
 
 
 def _count(name: str, value: object) -> int:
@@ -191,12 +206,12 @@ def counterexample(graph: Graph, name: Property, finding: Finding) -> Counterexa
     kinds = {message[1]: message[2] for message in move.sends}
     steps, fed = [], []
     for step in path[1:]:
-        after, moved = apply(session, world, step)
+        after, moved = apply(session, world, step, settings.workers)
         abandons = moved is not None and (
             session.info[moved.target].gave_up and not session.info[world[0]].gave_up
         )
         completion = None if moved is None else session.info[moved.target].completion
-        steps.append(describe(world, step, moved, kinds, abandons, completion))
+        steps.append(describe(world, settings.workers, step, moved, kinds, abandons, completion))
         fed.append(len(moved.fed) if moved is not None else 0)
         if moved is not None:
             inputs += moved.fed
@@ -226,6 +241,7 @@ def trace_lines(order: HandoffOrder, revision: Revision, inputs: list[Input]) ->
 
 def describe(  # noqa: PLR0917  # the step and what the replay knows of it, in order
     world: World,
+    workers: Workers,
     step: Step,
     move: Move | None,
     kinds: dict[int, int],
@@ -251,7 +267,7 @@ def describe(  # noqa: PLR0917  # the step and what the replay knows of it, in o
             text = f"the network duplicates {words}"
             return WorldStep("duplicate", text, (Mark("note", sender, sender, text),))
         if message[0] == ACTION:
-            did = _worker(world, message)
+            did = _worker(world, message, workers)
             seen = f"receives #{message[1]} {ACTION_KINDS[message[2]].__name__}: {did}"
             return WorldStep(
                 "deliver",
@@ -328,19 +344,18 @@ def _resent(move: Move, kinds: dict[int, int]) -> tuple[Mark, ...]:
     )
 
 
-def _worker(before: World, message: Message) -> str:
+def _worker(before: World, message: Message, workers: Workers) -> str:
     """What the worker did with a delivered action (as :func:`apply` has it do)."""
     _, action_id, kind, _ = message
     answered = next((answer for i, answer in before[3] if i == action_id), None)
     if answered is not None:
         return f"it answered #{action_id} before: it answers {OUTCOMES[answered]} again"
+    source, destination, _, answer, fact = answers(before[1], before[2], before[8], kind, workers)
     states: tuple[str, ...]
     if kind in TO_SOURCE:
-        held, states = before[1], SOURCE_STATES
-        state, answer, fact = source_answers(held, kind)
+        held, state, states = before[1], source, SOURCE_STATES
     else:
-        held, states = before[2], DESTINATION_STATES
-        state, answer, fact = destination_answers(held, kind)
+        held, state, states = before[2], destination, DESTINATION_STATES
     was = states[held]
     change = f"it was {was} and is now {states[state]}" if state != held else f"it is {was}"
     sends = f", and sends {type(FACTS[fact]).__name__}" if fact is not None else ""

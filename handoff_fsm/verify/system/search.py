@@ -15,8 +15,11 @@ counterexample.
 
 from __future__ import annotations
 
+import gc
 import time
+from bisect import bisect_left
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -32,6 +35,7 @@ from handoff_fsm.verify.system.world import (
     DECODING,
     DESTINATION_FAILED,
     DESTINATION_STATES,
+    DESTINATION_TOLD_TO_CANCEL,
     FACT,
     FAILED,
     FREE,
@@ -40,12 +44,14 @@ from handoff_fsm.verify.system.world import (
     KIND_INDEX,
     SOURCE_FAILED,
     SOURCE_STATES,
+    SOURCE_TOLD_TO_CANCEL,
     TO_SOURCE,
+    WORK,
     Message,
     TimerKey,
+    Workers,
     World,
-    destination_answers,
-    source_answers,
+    answers,
 )
 
 START, DELIVER, LOSE, DUPLICATE, FIRE, WORKER, FAIL, CLIENT = range(8)
@@ -119,6 +125,8 @@ def normal(session: Session, world: World) -> World:
       (none in flight, and the session no longer awaits it, so will not send it again);
     * whether a worker that can never hold the request again may still fail (its
       failure needs something to free): it is marked as failed;
+    * whether a remembering worker was told to cancel, once no work for it can reach it
+      any more (it only ever refuses work);
     * whether the client canceled, once the session ignores ``Canceled`` for good: it
       is marked as canceled, since a cancel now would change nothing but that
       (``cancel_stops_decode`` then judges the state as if it had been delivered, and
@@ -126,52 +134,68 @@ def normal(session: Session, world: World) -> World:
     """
     sid, source, destination, memory, net, timers, losses, duplicates, flags = world
     info = session.info[sid]
-    if net:
+    if net:  # sorted, so by channel: the actions, then the acknowledgements, then the facts
         if info.final:
-            if any(m[0] != ACTION for m in net):
-                net = tuple(m for m in net if m[0] == ACTION)
-        elif info.dead:
+            if net[-1][0] != ACTION:
+                net = net[: bisect_left(net, _FIRST_ACK)]
+        elif info.dead and net[-1][0] == FACT:
             dead = info.dead
-            if any(m[0] == FACT and m[1] in dead for m in net):
-                net = tuple(m for m in net if m[0] != FACT or m[1] not in dead)
+            start = bisect_left(net, _FIRST_FACT)
+            if any(m[1] in dead for m in net[start:]):
+                net = net[:start] + tuple(m for m in net[start:] if m[1] not in dead)
         if len(net) > losses + 1 and len(set(net)) < len(net):
             net = _capped(net, losses + 1)
+    actions = net[: bisect_left(net, _FIRST_ACK)] if net and net[0][0] == ACTION else ()
     if memory:
         awaited = info.awaited
-        kept = tuple(
-            entry
-            for entry in memory
-            if entry[0] in awaited or any(m[1] == entry[0] and m[0] == ACTION for m in net)
-        )
+        flying = {m[1] for m in actions}
+        kept = tuple(entry for entry in memory if entry[0] in awaited or entry[0] in flying)
         if len(kept) != len(memory):
             memory = kept
     if not flags & CLIENT_CANCELED and (info.final or CANCELED in info.dead):
         flags |= CLIENT_CANCELED
+    may_issue = info.may_issue
     if (
         source == FREE
         and not flags & SOURCE_FAILED
-        and SUBMIT not in info.may_issue
-        and not _in_flight(net, memory, SUBMIT)
+        and SUBMIT not in may_issue
+        and not _in_flight(actions, memory, SUBMIT)
     ):
         flags |= SOURCE_FAILED
     if (
         destination == FREE
         and not flags & DESTINATION_FAILED
-        and RESERVE not in info.may_issue
-        and not _in_flight(net, memory, RESERVE)
+        and RESERVE not in may_issue
+        and not _in_flight(actions, memory, RESERVE)
     ):
         flags |= DESTINATION_FAILED
+    if flags & TOLD:
+        for told, work in _TOLD_WORK:
+            if flags & told and not any(
+                kind in may_issue or _in_flight(actions, memory, kind) for kind in work
+            ):
+                flags &= ~told
     return (sid, source, destination, memory, net, timers, losses, duplicates, flags)
 
 
-def _in_flight(net: tuple[Message, ...], memory: Memory, kind: int) -> bool:
-    """Whether an action of ``kind`` that its worker has not answered is in flight: with
-    the coordinator unable to issue another, a free worker that has none coming never
-    takes the request again, so whether it may still fail no longer matters."""
-    for m in net:
-        if m[0] == ACTION and m[2] == kind and all(entry[0] != m[1] for entry in memory):
-            return True
-    return False
+_FIRST_ACK: Final = (ACK,)
+_FIRST_FACT: Final = (FACT,)
+"""Below every acknowledgement (fact) and above every action (acknowledgement) in a
+sorted ``net``: messages compare by channel first."""
+TOLD: Final = SOURCE_TOLD_TO_CANCEL | DESTINATION_TOLD_TO_CANCEL
+_TOLD_WORK: Final = tuple(
+    (told, tuple(kind for kind in sorted(WORK) if (kind in TO_SOURCE) == to_source))
+    for told, to_source in ((SOURCE_TOLD_TO_CANCEL, True), (DESTINATION_TOLD_TO_CANCEL, False))
+)
+"""Each worker's told-to-cancel bit, with the work kinds it answers."""
+
+
+def _in_flight(actions: tuple[Message, ...], memory: Memory, kind: int) -> bool:
+    """Whether an action of ``kind`` that its worker has not answered is among the
+    ``actions`` in flight: with the coordinator unable to issue another, a free worker
+    that has none coming never takes the request again, so whether it may still fail no
+    longer matters."""
+    return any(m[2] == kind and all(e[0] != m[1] for e in memory) for m in actions)
 
 
 def _capped(net: tuple[Message, ...], keep: int) -> tuple[Message, ...]:
@@ -240,8 +264,11 @@ def session_step(  # noqa: PLR0917  # the parts a step changes, beside the world
     )
 
 
-def apply(session: Session, world: World, step: Step) -> tuple[World, Move | None]:
-    """The world after ``step``, and the session's move when the step reached it."""
+def apply(
+    session: Session, world: World, step: Step, workers: Workers
+) -> tuple[World, Move | None]:
+    """The world after ``step`` (its workers ``workers``), and the session's move when the
+    step reached it."""
     sid, source, destination, memory, net, timers, losses, duplicates, flags = world
     kind, what = step
     if kind in (DELIVER, LOSE, DUPLICATE):
@@ -262,12 +289,10 @@ def apply(session: Session, world: World, step: Step) -> tuple[World, Move | Non
             if answered is not None:  # a copy: answered as the first was, nothing else
                 sent = ((ACK, a, answered, b),)
             else:
-                if b in TO_SOURCE:
-                    source, answer, fact = source_answers(source, b)
-                    sender = FROM_SOURCE
-                else:
-                    destination, answer, fact = destination_answers(destination, b)
-                    sender = FROM_DESTINATION
+                source, destination, flags, answer, fact = answers(
+                    source, destination, flags, b, workers
+                )
+                sender = FROM_SOURCE if b in TO_SOURCE else FROM_DESTINATION
                 memory = tuple(sorted((*memory, (a, answer))))
                 sent = ((ACK, a, answer, b),)
                 if fact is not None:
@@ -399,8 +424,25 @@ def step_findings(
 # ---------------------------------------------------------------------- the search
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused, for a search and the reading of its graph.
+
+    The graph keeps every world state reached, each a tuple of small ints, which no
+    cycle holds: the collector's passes over that growing heap would find nothing, and
+    they cost much of a search's time. It runs as before afterwards."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def explore_graph(settings: SystemSettings, session: Session, max_states: int | None) -> Graph:
-    """Every world state reachable under ``settings``, breadth-first, with its findings."""
+    """Every world state reachable under ``settings``, breadth-first, with its findings
+    (best run with the collector paused, :func:`collector_paused`)."""
     began = time.process_time()
     graph = Graph(settings, session)
     worlds, index, parent, via, depth = (
@@ -433,7 +475,7 @@ def explore_graph(settings: SystemSettings, session: Session, max_states: int | 
         world = worlds[current]
         below = depth[current] + 1
         for step in steps_of(session, world):
-            after, moved = apply(session, world, step)
+            after, moved = apply(session, world, step, settings.workers)
             graph.transitions += 1
             if moved is not None:
                 for name, message in step_findings(session, world, moved, after):

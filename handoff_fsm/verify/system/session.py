@@ -4,7 +4,8 @@ of its steps computed once.
 Rule kept here: the session is never re-implemented. A session state is a
 coordinator's snapshot together with its policy's decisive state
 (:attr:`~handoff_fsm.policy.PolicySnapshot.decisive`); what an input does in it is
-computed by a real coordinator (restored from that snapshot) inside a real
+computed by a real coordinator (an exact copy, ``copy.copy``, of one that reached
+that state) inside a real
 :class:`~handoff_fsm.policy.SessionPolicy` (restored from its
 :class:`~handoff_fsm.policy.PolicySnapshot`), fed exactly what a runtime would feed
 it (``start``, a fact, an acknowledgement, an expired timer), and remembered as a
@@ -20,6 +21,7 @@ a run's trace is the concatenation of its moves' inputs.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Hashable
 from functools import cache
 from typing import Final, NamedTuple
@@ -195,6 +197,10 @@ class Session:
         self._index: dict[tuple[Hashable, object], int] = {}
         self._snapshots: list[tuple[HandoffSnapshot, PolicySnapshot]] = []
         self._class: list[type[SessionPolicy]] = []
+        self._templates: list[HandoffCoordinator] = []
+        """A coordinator in each session state, kept apart: a move from a state starts from
+        a copy of it when no live pair is spare (a copy is exact, and cheaper than a
+        restore from the snapshot)."""
         self.info: list[SessionInfo] = []
         self.moves: dict[tuple[int, SessionInput], Move] = {}
         self._spare: dict[int, list[_Live]] = {}
@@ -236,8 +242,8 @@ class Session:
         spares = self._spare.get(session)
         live = spares.pop() if spares else None
         if live is None:
-            coordinator_snapshot, policy_snapshot = self._snapshots[session]
-            coordinator = self._coordinator.restore(coordinator_snapshot)
+            _, policy_snapshot = self._snapshots[session]
+            coordinator = copy.copy(self._templates[session])
             recorder = _Recorder(coordinator)
             policy = self._class[session].restore(recorder, policy_snapshot)
             live = (coordinator, recorder, policy)
@@ -318,6 +324,7 @@ class Session:
         if number is None:
             number = self._index[key] = len(self.info)
             self._snapshots.append((coordinator_snapshot, policy_snapshot))
+            self._templates.append(copy.copy(coordinator))
             self._class.append(type(policy))
             gave_up = policy_snapshot.decisive[0][2]
             final = gave_up or coordinator.is_final

@@ -24,6 +24,7 @@ timers, losses, duplicates, flags)``:
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Final
 
 from handoff_fsm.model import (
@@ -91,10 +92,10 @@ KIND_INDEX: Final = {kind: index for index, kind in enumerate(ACTION_KINDS)}
 TO_SOURCE: Final = frozenset(
     KIND_INDEX[kind] for kind in (SubmitPrefill, ReleaseSource, CancelSource)
 )
-CLEANUP: Final = frozenset(KIND_INDEX[kind] for kind in (CancelSource, CancelDestination))
-"""The cleanup actions: the only ones the policy sends again."""
 """Action kinds sent to the source; the rest go to the destination, which pulls the KV,
 so it owns the transfer (``StartTransfer``)."""
+CLEANUP: Final = frozenset(KIND_INDEX[kind] for kind in (CancelSource, CancelDestination))
+"""The cleanup actions: the only ones the policy sends again."""
 
 OUTCOMES: Final[tuple[HandoffActionOutcome, ...]] = (
     HandoffActionOutcome.SUBMITTED,
@@ -105,9 +106,20 @@ OUTCOMES: Final[tuple[HandoffActionOutcome, ...]] = (
     HandoffActionOutcome.failed("the destination holds no reservation"),
     HandoffActionOutcome.failed("the destination holds no received KV cache"),
     HandoffActionOutcome.failed("the worker already holds the request"),
+    HandoffActionOutcome.failed("the worker was told to cancel the request"),
 )
 """Every answer an honest worker gives."""
-SUBMITTED, ACCEPTED, SCHEDULED, APPLIED, NOOP, NO_RESERVATION, NOTHING_RECEIVED, BUSY = range(8)
+(
+    SUBMITTED,
+    ACCEPTED,
+    SCHEDULED,
+    APPLIED,
+    NOOP,
+    NO_RESERVATION,
+    NOTHING_RECEIVED,
+    BUSY,
+    WAS_CANCELED,
+) = range(9)
 
 SOURCE_HELD, DESTINATION_RESERVED, TRANSFER_COMPLETED, FAILED, CANCELED = range(5)
 """The facts of the world, by index into :data:`FACTS`."""
@@ -146,10 +158,56 @@ DESTINATION_STATES: Final = ("free", "reserved", "received", "decoding")
 CLIENT_CANCELED, SOURCE_FAILED, DESTINATION_FAILED = 1, 2, 4
 """Bits of a world's ``flags``: the client canceled (its ``Canceled`` reached the
 session), a worker failed (each fails at most once)."""
+SOURCE_TOLD_TO_CANCEL, DESTINATION_TOLD_TO_CANCEL = 8, 16
+"""Bits of ``flags`` that only :attr:`Workers.REMEMBERING` sets: the worker was told to
+cancel the request (it refuses any later work on it)."""
+
+
+class Workers(StrEnum):
+    """What an honest worker does with work on a request it was already told to cancel.
+
+    A cancel can reach a worker before the action it cancels: the network reorders,
+    and the policy's deadline may cancel an action whose acknowledgement has not come.
+    """
+
+    REMEMBERING = "remembering"
+    """It remembers the cancel and refuses the later work (``Failed``), as a worker
+    does whose cancel stops the request's own context (Dynamo cancels a request by
+    stopping its context, so a request canceled before it starts never runs)."""
+    FORGETFUL = "forgetful"
+    """It answers the cancel of nothing ``Noop``, forgets it, and takes the later
+    work: the literal reading of DESIGN §10, under which a cancel that overtakes its
+    action leaves the worker holding the KV."""
+
 
 Answer = tuple[int, int, int | None]
 """What a worker does with an action: ``(its state after, its acknowledgement, the fact
 it sends, or None)``."""
+
+WORK: Final = frozenset(
+    KIND_INDEX[kind]
+    for kind in (SubmitPrefill, ReserveDestination, StartTransfer, ActivateDestination)
+)
+"""The actions that give a worker the request (or more of it); a cancel frees it."""
+
+
+def answers(
+    source: int, destination: int, flags: int, kind: int, workers: Workers
+) -> tuple[int, int, int, int, int | None]:
+    """What the worker an action goes to does with it, when it has not answered it
+    before: ``(source, destination, flags)`` after, its acknowledgement, the fact it
+    sends (or None). A remembering worker that was told to cancel refuses work."""
+    to_source = kind in TO_SOURCE
+    told = SOURCE_TOLD_TO_CANCEL if to_source else DESTINATION_TOLD_TO_CANCEL
+    if flags & told and kind in WORK:
+        return source, destination, flags, WAS_CANCELED, None
+    if workers is Workers.REMEMBERING and kind in CLEANUP:
+        flags |= told
+    if to_source:
+        source, answer, fact = source_answers(source, kind)
+    else:
+        destination, answer, fact = destination_answers(destination, kind)
+    return source, destination, flags, answer, fact
 
 
 def source_answers(state: int, kind: int) -> Answer:
