@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install graphviz chromium check test docs diagrams figures bench bench-check clean
+.PHONY: install graphviz chromium check test docs diagrams figures sweep-figures bench bench-check clean
 
 install: $(VENV)/.installed
 
@@ -61,11 +61,19 @@ FIGURES := docs/figures
 FIGURES_RUN := --handoffs 200 --fault-rate 0.05 --seed 7
 FIGURES_LIFECYCLE := --coordinator h12 --title "h12: the release acknowledgement comes late, the deadline cancels"
 
-figures: install graphviz
+figures: install graphviz sweep-figures
 	mkdir -p $(FIGURES)
 	$(BIN)/handoff-fsm simulate $(FIGURES_RUN) --trace $(FIGURES)/run.jsonl --plots $(FIGURES)
 	$(BIN)/handoff-fsm lifecycle $(FIGURES)/run.jsonl $(FIGURES_LIFECYCLE) -o $(FIGURES)/lifecycle.mmd
 	$(BIN)/handoff-fsm lifecycle $(FIGURES)/run.jsonl $(FIGURES_LIFECYCLE) -o $(FIGURES)/lifecycle.svg
+
+# The sweeps guide's figure (docs/sweeps.md): destination KV held after a decode cancel against
+# the decode-cancel rate, both revisions on SGLang, over five seeds (summary.md, sweep.json,
+# one plot). tests/test_figures.py runs this line and checks docs/figures/sweep against it.
+SWEEP_RUN := --backend sglang --revision seed,a976b2bf --decode-cancel-rate 0,0.1,0.2,0.3 --handoffs 200 --seeds 0-4 --metrics destination_held_after_cancel_ms
+
+sweep-figures: install
+	$(BIN)/handoff-fsm sweep $(SWEEP_RUN) -o $(FIGURES)/sweep
 
 bench: install
 	$(PY) benchmarks/run.py

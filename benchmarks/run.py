@@ -2,16 +2,16 @@
 
 Rule kept here: this script only orchestrates and reports; the measuring lives
 in :mod:`harness`, :mod:`bench_coordinator`, :mod:`bench_replay`,
-:mod:`bench_simulate`, :mod:`bench_explore`, :mod:`bench_system` and
-:mod:`bench_diff`, and every
+:mod:`bench_simulate`, :mod:`bench_sweep`, :mod:`bench_explore`, :mod:`bench_system`
+and :mod:`bench_diff`, and every
 number in the table was measured in this run, on this machine. A ratio is
 library cost over yardstick cost (lower is better); ``--check`` exits 1 naming
 each target that was missed or could not be measured. Timing is never asserted
 in the test suite: machines are noisy, so targets are checked here, on demand.
 
 Usage: ``python benchmarks/run.py [--quick] [--check] [--only GROUP ...]``; ``--only``
-measures some groups of rows (``coordinator``, ``replay``, ``simulate``, ``explore``,
-``system``, ``aio``, ``diff``) instead of all of them.
+measures some groups of rows (``coordinator``, ``replay``, ``sweep``, ``simulate``,
+``explore``, ``system``, ``aio``, ``diff``) instead of all of them.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ TIMES, DASH = "\N{MULTIPLICATION SIGN}", "\N{EN DASH}"
 
 SIMULATE_MODULE = "bench_simulate"
 """Optional benchmark of ``handoff_fsm.simulate``; included whenever its file exists."""
+SWEEP_MODULE = "bench_sweep"
+"""The benchmark of ``handoff-fsm sweep`` on Dask (imported only when measured: it needs the
+``sweep`` extra)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ class Profile:
     aio_handoffs: int
     aio_pairs: int
     diff_repeats: int
+    sweep_handoffs: int
+    sweep_cells: int
 
 
 FULL = Profile(
@@ -81,6 +86,8 @@ FULL = Profile(
     aio_handoffs=20_000,
     aio_pairs=5,
     diff_repeats=3,
+    sweep_handoffs=10_000,
+    sweep_cells=40,
 )
 QUICK = Profile(
     name="quick",
@@ -98,6 +105,8 @@ QUICK = Profile(
     aio_handoffs=2_000,
     aio_pairs=1,
     diff_repeats=1,
+    sweep_handoffs=100,
+    sweep_cells=4,
 )
 
 
@@ -358,6 +367,44 @@ def simulate_row(profile: Profile) -> Row:
         )
 
 
+def sweep_rows(profile: Profile) -> list[Row]:
+    """``handoff-fsm sweep``'s cells on an embedded LocalCluster: 2 workers against 1 (wall
+    time: the speed-up, as a ratio of times), and 1 worker against the same cells run in
+    this process (the engine's overhead per cell)."""
+    cells, handoffs = profile.sweep_cells, profile.sweep_handoffs
+    size = f"{cells} cells of {handoffs:,} handoffs"
+    speed = f"sweep, {size}: 2 workers' wall time / 1 worker's (speed-up >= 1.7{TIMES})"
+    overhead = f"sweep, {size}: 1 worker's wall time / the cells run in-process (overhead < 5%)"
+    speed_target, overhead_target = 1.0 / 1.7, 1.05
+    _progress(f"sweep of {size} on Dask, 1 and 2 workers")
+    try:
+        module = importlib.import_module(SWEEP_MODULE)
+        figures: dict[str, float] = module.measure(handoffs, cells)
+    except Exception as error:  # report it in the table, keep the other results
+        failure = f"{type(error).__name__}: {error}"
+        return [
+            Row(speed, "—", "—", None, speed_target, failure=failure),
+            Row(overhead, "—", "—", None, overhead_target, failure=failure),
+        ]
+    per_cell = figures["overhead_ms_per_cell"]
+    return [
+        Row(
+            speed,
+            f"{figures['two_workers_s']:.2f} s wall (speed-up {figures['speedup']:.2f}{TIMES})",
+            f"{figures['one_worker_s']:.2f} s wall",
+            figures["two_workers_s"] / figures["one_worker_s"],
+            round(speed_target, 3),
+        ),
+        Row(
+            overhead,
+            f"{figures['one_worker_s']:.2f} s wall ({per_cell:.1f} ms per cell)",
+            f"{figures['in_process_s']:.2f} s wall",
+            figures["one_worker_s"] / figures["in_process_s"],
+            overhead_target,
+        ),
+    ]
+
+
 def explore_row(profile: Profile) -> Row:
     """No yardstick explores this state space: the ratio is CPU time over a fixed budget."""
     _progress("exhaustive exploration, both orders, both revisions")
@@ -438,6 +485,7 @@ def diff_rows(profile: Profile) -> list[Row]:
 GROUPS: dict[str, Callable[[Profile], Sequence[Row]]] = {
     "coordinator": coordinator_rows,
     "replay": replay_rows,
+    "sweep": sweep_rows,
     "simulate": lambda profile: [simulate_row(profile)],
     "explore": lambda profile: [explore_row(profile)],
     "system": system_rows,

@@ -293,6 +293,7 @@ def test_every_subcommand_and_argument_has_help() -> None:
         "review",
         "check",
         "simulate",
+        "sweep",
         "diff",
         "lifecycle",
         "inspect",
@@ -312,10 +313,12 @@ def test_engine_means_one_thing_everywhere() -> None:
     )
     for name, sub in subparsers.choices.items():
         for action in sub._actions:
-            if "--engine" in action.option_strings:
+            if "--engine" in action.option_strings and name == "sweep":  # a comma list of them
+                assert action.type("statechart,compiled") == ("statechart", "compiled")
+            elif "--engine" in action.option_strings:
                 assert action.choices == ("compiled", "statechart"), name
             if "--backend" in action.option_strings:
-                assert name == "simulate"
+                assert name in ("simulate", "sweep")
 
 
 def test_the_cli_module_and_help_stay_light() -> None:
@@ -354,14 +357,25 @@ def test_revision_means_one_thing_everywhere() -> None:
         needed = ["-"] if name in ("replay", "lifecycle") else []
         needed += ["--trace", "-", "-o", "x.svg"] if name == "diagram" else []
         needed += ["-", "-o", "x.html"] if name == "inspect" else []
+        needed += ["-o", "out"] if name == "sweep" else []
         for revision in Revision:
             args = parser.parse_args([name, *needed, "--revision", revision.value])
-            assert args.revision is revision, name
+            assert args.revision == ((revision,) if name == "sweep" else revision), name
+            assert (args.revision[0] if name == "sweep" else args.revision) is revision, name
         default = parser.parse_args([name, *needed]).revision
+        default = default[0] if name == "sweep" else default  # sweep: a list of them
         assert default is Revision.SEED or (name == "check" and default == "both"), name
         with pytest.raises(SystemExit):
             parser.parse_args([name, *needed, "--revision", "A976B2BF"])
-    assert sorted(taking) == ["check", "diagram", "inspect", "lifecycle", "replay", "simulate"]
+    assert sorted(taking) == [
+        "check",
+        "diagram",
+        "inspect",
+        "lifecycle",
+        "replay",
+        "simulate",
+        "sweep",
+    ]
 
 
 def test_diagram_reads_hostile_traces_like_replay(work: Path) -> None:

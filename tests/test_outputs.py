@@ -193,6 +193,7 @@ DASH = {
     ("inspect", "-o"): (["inspect", "t.jsonl", "-o", "-"], "summary"),
     ("diff", "-o"): (["diff", "seed", "seed", "-o", "-"], "folder"),
     ("diagrams", "OUTDIR"): (["diagrams", "-"], "folder"),
+    ("sweep", "-o"): (["sweep", "-o", "-"], "folder"),
 }
 """Each output option of each subcommand, with ``-``: what it means there (``None``: standard
 output; else a word of the usage error's reason)."""
@@ -233,7 +234,8 @@ def test_dash_is_stdout_for_a_stream_and_a_usage_error_elsewhere(
     lines = captured.err.splitlines()
     assert len(lines) == 1, captured.err
     command, option = key
-    prefix = f"handoff-fsm {command}: " + ("invalid_argument: " if command == "simulate" else "")
+    coded = command in ("simulate", "sweep")
+    prefix = f"handoff-fsm {command}: " + ("invalid_argument: " if coded else "")
     assert lines[0].startswith(f"{prefix}{option} -: "), lines[0]
     assert lines[0].endswith("not - (standard output)") and reason in lines[0], lines[0]
 

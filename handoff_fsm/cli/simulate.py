@@ -9,7 +9,8 @@ stderr; matplotlib, which only it needs, is checked for before the run. Exit
 status: 0 for a clean run, 1 when the run reported a problem (a leak, a stuck
 handoff, a late input that issued actions, something undrained), 2 for a usage
 error (for example ``--backend trtllm``, which has no handoff order, or
-``--plots`` without matplotlib).
+``--plots`` without matplotlib). The options that decide a run are declared once
+(:func:`add_run_options`), and ``handoff-fsm sweep`` takes each of them as a comma list.
 """
 
 from __future__ import annotations
@@ -60,6 +61,32 @@ def register(commands: Commands) -> None:
         description="Simulate N interleaved handoffs with fake source/destination/transfer "
         "endpoints, optional fault injection, and print a summary.",
     )
+    add_run_options(parser)
+    parser.add_argument(
+        "--trace",
+        metavar="OUT",
+        help="also write every coordinator input to OUT (JSONL, each line with its virtual "
+        "time at_ms)",
+    )
+    parser.add_argument(
+        "--plots",
+        metavar="DIR",
+        help="also write SVG plots (latency, time per phase, KV holds) and summary.md to DIR "
+        "(needs matplotlib: pip install 'handoff-fsm[plots]')",
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (shown on a terminal for long runs, never with --json)",
+    )
+    parser.set_defaults(run=cli_simulate)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options that decide the run, each the keyword of
+    :func:`~handoff_fsm.simulate.config.command_config` its ``dest`` names (read back by
+    :func:`run_options`); ``handoff-fsm sweep`` takes each of them as a comma list."""
     add_choice(
         parser,
         "--backend",
@@ -107,26 +134,22 @@ def register(commands: Commands) -> None:
         "--seed", type=natural, default=0, metavar="S", help="random seed (default 0)"
     )
     _add_session_options(parser)
-    parser.add_argument(
-        "--trace",
-        metavar="OUT",
-        help="also write every coordinator input to OUT (JSONL, each line with its virtual "
-        "time at_ms)",
-    )
-    parser.add_argument(
-        "--plots",
-        metavar="DIR",
-        help="also write SVG plots (latency, time per phase, KV holds) and summary.md to DIR "
-        "(needs matplotlib: pip install 'handoff-fsm[plots]')",
-    )
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    parser.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar (shown on a terminal for long runs, never with --json)",
-    )
     add_engine(parser)
-    parser.set_defaults(run=cli_simulate)
+
+
+def run_actions() -> list[argparse.Action]:
+    """The options :func:`add_run_options` adds, as a parser of their own holds them (what
+    ``handoff-fsm sweep`` turns into comma lists)."""
+    probe = argparse.ArgumentParser(add_help=False)
+    add_run_options(probe)
+    return list(probe._actions)
+
+
+def run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options :func:`add_run_options` read, as
+    :func:`~handoff_fsm.simulate.config.command_config`'s keyword arguments (a session
+    option only when given)."""
+    return {a.dest: getattr(args, a.dest) for a in run_actions() if hasattr(args, a.dest)}
 
 
 def _ms_or_off(text: str) -> float | None:
@@ -198,17 +221,7 @@ def cli_simulate(args: argparse.Namespace) -> int:
     from handoff_fsm.simulate.trace import TraceWriter
 
     try:
-        config = command_config(
-            backend=args.backend,
-            handoffs=args.handoffs,
-            concurrency=args.concurrency,
-            seed=args.seed,
-            fault_rate=args.fault_rate,
-            decode_cancel_rate=args.decode_cancel_rate,
-            engine=args.engine,
-            revision=args.revision,
-            **_session(args),
-        )
+        config = command_config(**run_options(args))
     except HandoffError as error:  # unsupported_backend
         return _usage_error(args, error.code.value, error.message)
     except ValueError as error:

@@ -8,7 +8,9 @@ goes through a :class:`~handoff_fsm.policy.SessionPolicy`), :mod:`.recorded` and
 :mod:`.result` / :mod:`.summary` (what a run produced), :mod:`.phases` (where
 each handoff's time went, and who held its KV), :mod:`.fixture` (conformance
 records), :mod:`.scenarios` and :mod:`.decode_cancel` (the scripted and simulated
-runs the design review draws). Pictures of a run are drawn by
+runs the design review draws), :mod:`.sweep` and :mod:`.sweep_report` (a grid of runs on
+Dask, and what its cells say together: ``handoff-fsm sweep``, whose plots are
+:mod:`handoff_fsm.render.sweep_plots`). Pictures of a run are drawn by
 :mod:`handoff_fsm.render.plots` (matplotlib, optional) and ``summary.md`` is
 written by :mod:`handoff_fsm.review.simulation`; the ``handoff-fsm simulate`` command
 is :mod:`handoff_fsm.cli.simulate`.
