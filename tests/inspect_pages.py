@@ -1,9 +1,10 @@
-"""What the inspector page tests compare a page against, found without the page's code.
+"""What the inspector and diff page tests compare a page against, found without the page's code.
 
 Rule kept here: the expected states come from replaying the trace with the library's
 replayer alone (:class:`~handoff_fsm.io.replay.TraceReplayer`, as ``handoff-fsm
 replay`` does), reading each coordinator's own ``state`` after each of its lines; never
-from :mod:`handoff_fsm.io.follow` or the page's JSON, which are what is tested.
+from :mod:`handoff_fsm.io.follow`, the diff's report or the page's JSON, which are what
+is tested.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from handoff_fsm.io.follow import follow_all
 from handoff_fsm.io.replay import TraceReplayer
 from handoff_fsm.model import IssuedHandoffAction, Revision
 from handoff_fsm.render.inspector import inspector_html
+from handoff_fsm.review.diffpage import diff_page
+from handoff_fsm.verify.diff import DiffReport, diff
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 COMMITTED_TRACES: Final = (
@@ -93,3 +96,45 @@ def page_data(page: str) -> dict[str, Any]:
     assert match is not None, "the page embeds no data"
     data: dict[str, Any] = json.loads(match[1])
     return data
+
+
+def trace_states(trace: tuple[str, ...], revision: Revision) -> list[tuple[str, ...]]:
+    """The one coordinator of a diff's ``trace`` replayed on ``revision``: its own ``state``
+    after each line (index 0: created)."""
+    (only,) = replayed([f"{line}\n".encode() for line in trace], revision).values()
+    return only.states
+
+
+@cache
+def seed_report() -> DiffReport:
+    """``diff seed a976b2bf`` with both charts, made once per test run."""
+    return diff("seed", "a976b2bf", charts=True)
+
+
+@cache
+def seed_diff_page() -> str:
+    """The diff page of :func:`seed_report` (the test modules share it)."""
+    return diff_page(seed_report())
+
+
+_DIFF_DATA: Final = re.compile(
+    r'<script type="application/json" id="handoff-diff-data">(.*?)</script>', re.DOTALL
+)
+
+
+def diff_page_data(page: str) -> dict[str, Any]:
+    """The JSON a diff page embeds (what its script displays)."""
+    match = _DIFF_DATA.search(page)
+    assert match is not None, "the page embeds no data"
+    data: dict[str, Any] = json.loads(match[1])
+    return data
+
+
+def assert_self_contained(page: str) -> None:
+    """The page fetches nothing: its policy forbids it, and it names nothing to fetch."""
+    assert 'http-equiv="Content-Security-Policy" content="default-src \'none\';' in page
+    # The only URLs are XML namespaces, which name and fetch nothing.
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}, urls
+    assert not re.search(r"\b(?:src|href)\s*=", page)
+    assert "@import" not in page and "url(" not in page

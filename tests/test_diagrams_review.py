@@ -25,6 +25,7 @@ def test_the_review_has_every_section_in_order() -> None:
     review = review_markdown()
     headings = re.findall(r"^## (.+)$", review, re.MULTILINE)
     assert headings == [
+        "Verdict",
         "1. The statechart",
         "2. Transitions",
         "3. Lifecycles",

@@ -34,6 +34,7 @@ from tests.inspect_pages import (
     COMMITTED_TRACES,
     HOSTILE_TRACES,
     ROOT,
+    assert_self_contained,
     page_data,
     page_html,
     replayed,
@@ -42,7 +43,17 @@ from tests.inspect_pages import (
 
 SMALL = [path for path in (*COMMITTED_TRACES, *HOSTILE_TRACES) if path.stat().st_size < 100_000]
 RUN = ROOT / "docs" / "figures" / "run.jsonl"
-ASSETS = ("inspector.js", "inspector.css", "chart.css")
+# The style sheets and scripts of the one-file pages: the inspector's, the shared ones, and
+# the diff page's (tests/test_diff_page.py).
+ASSETS = (
+    "inspector.js",
+    "inspector.css",
+    "chart.css",
+    "page.css",
+    "stepper.js",
+    "diffpage.js",
+    "diffpage.css",
+)
 
 
 def _name(path: Path) -> str:
@@ -190,12 +201,7 @@ def test_each_lifecycle_message_belongs_to_its_step() -> None:
 @pytest.mark.requires("dot")
 def test_the_page_loads_nothing_from_elsewhere(pages: dict[Path, str]) -> None:
     for page in pages.values():
-        assert 'http-equiv="Content-Security-Policy" content="default-src \'none\';' in page
-        # The only URLs are XML namespaces, which name and fetch nothing.
-        urls = set(re.findall(r"https?://[^\s\"'<>)]+", page))
-        assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}, urls
-        assert not re.search(r"\b(?:src|href)\s*=", page)
-        assert "@import" not in page and "url(" not in page
+        assert_self_contained(page)
 
 
 def test_the_page_s_colours_are_the_palette_s() -> None:

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import pytest
 
@@ -23,7 +22,7 @@ from handoff_fsm.model import Revision
 from handoff_fsm.render.livechart import marked_chart_svg
 from handoff_fsm.render.style import ACTIVE_LINE, CURRENT_STEP, TAKEN
 from handoff_fsm.structure.revisions import revision_chart
-from tests import requirements
+from tests.browser import VIEWPORT, Opened, chromium, open_page, shot
 from tests.inspect_pages import (
     COMMITTED_TRACES,
     HOSTILE_TRACES,
@@ -40,7 +39,6 @@ pytestmark = pytest.mark.requires("chromium", "dot")
 
 SHOTS: Final = Path("/tmp/handoff-fsm-inspect")
 """Where the screenshots go (outside the work tree: people look at them, nothing compares)."""
-VIEWPORT: Final = {"width": 1600, "height": 1000}
 FAILURE: Final = ROOT / "diagrams" / "lifecycle_destination_first_failure.jsonl"
 RUN: Final = ROOT / "docs" / "figures" / "run.jsonl"
 
@@ -69,16 +67,8 @@ _STEP_ALL: Final = """() => {
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    from playwright.sync_api import sync_playwright  # noqa: PLC0415 - only where chromium is
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=requirements.chromium_path(),
-            headless=True,
-            args=["--no-sandbox"],  # root in CI; the pages are our own files
-        )
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -94,47 +84,8 @@ def _page_file(folder: Path, path: Path) -> Path:
     return target
 
 
-@dataclass
-class Opened:
-    """A page, with every request it made and every error it logged."""
-
-    page: Page
-    url: str
-    requests: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def close(self) -> None:
-        self.page.close()
-
-    def clean(self) -> None:
-        """Nothing but the page's own file was requested, and nothing went wrong."""
-        assert self.requests == [self.url.partition("#")[0]], self.requests
-        assert self.errors == [], self.errors
-
-    def run(self, script: str, arg: Any = None) -> Any:
-        return self.page.evaluate(script, arg)
-
-
-def _open(browser: Browser, url: str) -> Opened:
-    page = browser.new_page(viewport=VIEWPORT)  # type: ignore[arg-type]
-    opened = Opened(page, url)
-
-    def route(request: Any) -> None:
-        opened.requests.append(request.request.url)
-        request.continue_()
-
-    page.route("**/*", route)
-    page.on("console", lambda m: opened.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: opened.errors.append(str(e)))
-    page.goto(url)
-    return opened
-
-
 def _shot(opened: Opened, name: str, *, whole: bool = False) -> Path:
-    path = SHOTS / f"{name}.png"
-    opened.page.screenshot(path=str(path), full_page=whole)
-    assert path.stat().st_size > 10_000  # a drawn page, not a blank one
-    return path
+    return shot(opened, SHOTS / f"{name}.png", whole=whole)
 
 
 # ---------------------------------------------------------------------- every line
@@ -147,7 +98,7 @@ def test_every_line_shows_the_coordinator_s_own_state(
     browser: Browser, folder: Path, path: Path
 ) -> None:
     expected = replayed(trace_lines(path))
-    opened = _open(browser, _page_file(folder, path).as_uri())
+    opened = open_page(browser, _page_file(folder, path).as_uri())
     try:
         assert opened.run("window.handoffInspector.coordinators") == list(expected)
         stepped = opened.run(_STEP_ALL)
@@ -174,7 +125,7 @@ def test_keys_slider_buttons_clicks_and_the_address_step_the_page(
     url = _page_file(folder, FAILURE).as_uri()
     want = replayed(trace_lines(FAILURE))["destination_first_failure"]
     last = len(want.states) - 1
-    opened = _open(browser, url + "#step=4")
+    opened = open_page(browser, url + "#step=4")
     page = opened.page
     try:
         state = "async () => [await window.handoffInspector.drawn(), location.hash]"
@@ -219,7 +170,7 @@ def test_keys_slider_buttons_clicks_and_the_address_step_the_page(
 
 
 def test_the_rejected_input_is_shown_with_its_code(browser: Browser, folder: Path) -> None:
-    opened = _open(browser, _page_file(folder, FAILURE).as_uri() + "#step=4")
+    opened = open_page(browser, _page_file(folder, FAILURE).as_uri() + "#step=4")
     try:
         details = opened.page.inner_text("#details")
         assert "✗ source_held_before_submit: source held before prefill submission" in details
@@ -237,7 +188,7 @@ def test_the_rejected_input_is_shown_with_its_code(browser: Browser, folder: Pat
 def test_a_trace_of_many_coordinators_has_a_selector(browser: Browser, folder: Path) -> None:
     expected = replayed(trace_lines(RUN))
     url = _page_file(folder, RUN).as_uri()
-    opened = _open(browser, url + "#step=7&coordinator=h12")
+    opened = open_page(browser, url + "#step=7&coordinator=h12")
     page = opened.page
     try:
         where = "async () => [handoffInspector.coordinator, await handoffInspector.drawn()]"
@@ -277,7 +228,7 @@ def _box(page: Page, selector: str) -> FloatRect:
 def test_the_layout_keeps_the_step_in_view(browser: Browser, folder: Path) -> None:
     """The chart, the step's details and the lifecycle share the window without overlapping,
     and stepping keeps the active states and the current message in view."""
-    opened = _open(browser, _page_file(folder, RUN).as_uri() + "#coordinator=h12")
+    opened = open_page(browser, _page_file(folder, RUN).as_uri() + "#coordinator=h12")
     page = opened.page
     try:
         chart, details, lifecycle = (
@@ -329,7 +280,7 @@ def test_the_notebook_drawing_stands_alone(browser: Browser, folder: Path) -> No
     svg = marked_chart_svg(Revision.A976B2BF, ("decoding",), taken=into)
     path = folder / "notebook.svg"
     path.write_text(svg, encoding="utf-8")
-    opened = _open(browser, path.as_uri())
+    opened = open_page(browser, path.as_uri())
     try:
         stroke = opened.run(
             "getComputedStyle(document.querySelector('[data-state=decoding] > path')).stroke"
@@ -358,14 +309,14 @@ def test_a_request_or_an_error_would_be_caught(browser: Browser, folder: Path) -
     loose = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
     leaky = folder / "leaky.html"
     leaky.write_text(loose.replace("<footer>", image + "<footer>"), encoding="utf-8")
-    opened = _open(browser, leaky.as_uri())
+    opened = open_page(browser, leaky.as_uri())
     try:
         assert len(opened.requests) == 2 and opened.requests[1].startswith("https://example")
     finally:
         opened.close()
     guarded = folder / "guarded.html"
     guarded.write_text(page.replace("<footer>", image + "<footer>"), encoding="utf-8")
-    opened = _open(browser, guarded.as_uri())
+    opened = open_page(browser, guarded.as_uri())
     try:
         assert opened.requests == [guarded.as_uri()]  # the policy stopped it before the network
         assert any("Content Security Policy" in error for error in opened.errors), opened.errors

@@ -29,11 +29,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn, TextIO, cast
 
-from handoff_fsm.cli import check, diagrams, diff, inspect, lifecycle, replay, simulate
+from handoff_fsm.cli import check, diagrams, diff, inspect, lifecycle, replay, simulate, sweep
 from handoff_fsm.cli.common import fail
 from handoff_fsm.cli.files import STDOUT_NAME, UsageError, named_errors
 
-COMMANDS: Final = (replay, diagrams, check, simulate, diff, lifecycle, inspect)
+COMMANDS: Final = (replay, diagrams, check, simulate, sweep, diff, lifecycle, inspect)
 """The modules of this package that declare subcommands, in the order ``--help`` lists them
 (``diagrams`` declares ``diagrams``, ``diagram`` and ``review``)."""
 
@@ -91,7 +91,9 @@ def version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the environment's refusals become one line on stderr, not a traceback."""
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(given)
+    args.argv = given  # what was said, for a command that hands it on (check SIDE)
     command: str = args.command
     if extra:  # said with the subcommand's usage, not the top level's
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")

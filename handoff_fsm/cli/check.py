@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from handoff_fsm.cli.common import (
     Commands,
     add_engine,
     add_revision,
+    fail,
     revisions_named,
     verdict,
 )
@@ -39,6 +40,14 @@ def register(commands: Commands) -> None:
         help="explore every reachable coordinator state and check the invariants",
         description="Breadth-first exploration of every reachable coordinator state, "
         "checking every invariant; exit status 1 on any violation.",
+    )
+    parser.add_argument(
+        "side",
+        nargs="?",
+        metavar="SIDE",
+        help="what to check, spelled as `handoff-fsm diff` spells a side: a revision "
+        "(REVISION[@ENGINE]), git:REV[:REVISION][@ENGINE] or worktree[:REVISION][@ENGINE] "
+        "(those run their own package's check; default: this package)",
     )
     parser.add_argument(
         "--order",
@@ -65,6 +74,10 @@ def register(commands: Commands) -> None:
 def cli_check(args: argparse.Namespace) -> int:
     """``handoff-fsm check [--revision R|both] [--order O|both] [--engine E] [--json]``;
     with ``--system``, :func:`~handoff_fsm.cli.system.cli_system`."""
+    if args.side is not None:
+        handed = _side(args)
+        if handed is not None:
+            return handed
     if args.system:
         return cli_system(args)
     refuse_system_options(args)
@@ -113,6 +126,53 @@ def cli_check(args: argparse.Namespace) -> int:
             print(f"  {revision.value} only: {chart_transitions()[index]}")
     print("OK: every invariant holds" if ok else "FAILED: see the counterexamples above")
     return status
+
+
+def _side(args: argparse.Namespace) -> int | None:
+    """``check SIDE``: a revision of this package becomes ``--revision``/``--engine``
+    (``None``: go on here); a ``git:`` or ``worktree`` side runs its own package's
+    ``check`` with the rest of the arguments, and its exit status is this one's."""
+    from handoff_fsm.errors import HandoffError
+    from handoff_fsm.verify.diff import parse_side
+
+    try:
+        spec = parse_side(args.side)
+    except HandoffError as error:
+        args.parser.error(error.message)
+    if spec.in_process:
+        if args.revision not in (BOTH, spec.revision):
+            args.parser.error(
+                f"SIDE {args.side} names its revision ({spec.revision}); "
+                f"--revision {args.revision} contradicts it"
+            )
+        assert spec.revision is not None, "a side of this package names its revision"
+        args.revision = Revision(spec.revision)
+        args.engine = spec.engine or args.engine
+        return None
+    from handoff_fsm.verify.verdicts import run_side_command
+
+    told: list[str] = args.argv[args.argv.index("check") + 1 :]
+    rest = next((r for r in _without(told, args.side) if _parsed_side(args, r) is None), told)
+    if spec.revision is not None:
+        rest += ["--revision", spec.revision]
+    if spec.engine is not None:
+        rest += ["--engine", spec.engine]
+    try:
+        return run_side_command(spec, ["check", *rest])
+    except HandoffError as error:
+        return fail("check", error.message, code=error.code.value)
+
+
+def _without(told: list[str], side: str) -> Iterator[list[str]]:
+    """``told`` less one of its tokens equal to ``side`` (each candidate in turn)."""
+    for index, token in enumerate(told):
+        if token == side:
+            yield told[:index] + told[index + 1 :]
+
+
+def _parsed_side(args: argparse.Namespace, told: list[str]) -> str | None:
+    side: str | None = args.parser.parse_known_args(told)[0].side
+    return side
 
 
 def _coverage_by_revision(reports: Iterable[ExplorationReport]) -> dict[Revision, ChartCoverage]:

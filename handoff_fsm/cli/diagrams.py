@@ -105,6 +105,12 @@ def register(commands: Commands) -> None:
         "review's provenance; the committed review leaves it out (it cannot name its own "
         "commit); an error outside a git checkout",
     )
+    review.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when a revision breaks an invariant or system property it does not "
+        "declare as known (the review is written either way)",
+    )
     review.set_defaults(run=cli_review)
 
 
@@ -153,8 +159,9 @@ def cli_diagram(args: argparse.Namespace) -> int:
 
 
 def cli_review(args: argparse.Namespace) -> int:
-    """``handoff-fsm review [-o diagrams/REVIEW.md] [--against git:REV] [--git]``: the review,
-    and beside it the files it links.
+    """``handoff-fsm review [-o diagrams/REVIEW.md] [--against git:REV] [--git] [--check]``:
+    the review, and beside it the files it links; with ``--check``, exit status 1 when the
+    verdict it opens with fails (:func:`~handoff_fsm.review.verdict.gate_failures`).
 
     The provenance printed always names the working tree's git commit when there is
     one; the file carries it only with ``--git`` (see :mod:`handoff_fsm.review.provenance`),
@@ -185,4 +192,14 @@ def cli_review(args: argparse.Namespace) -> int:
     stamp = provenance(describe_chart(), git=True)
     beside = len(written) - 1
     print(f"wrote {output} and beside it its {beside} figures, tables and traces ({stamp.line()})")
-    return 0
+    if not args.check:
+        return 0
+    from handoff_fsm.review.design import review_verdicts
+    from handoff_fsm.review.verdict import gate_failures
+
+    failures = gate_failures(review_verdicts())
+    for failure in failures:
+        print(f"FAILED: {failure}")
+    if not failures:
+        print("OK: nothing is broken beyond what each revision declares as known")
+    return 1 if failures else 0

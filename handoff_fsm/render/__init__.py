@@ -2,7 +2,8 @@
 
 Public API only (no logic here): the statechart in DOT and Mermaid, lifecycles as
 sequence diagrams, panels side by side, a trace's path over the chart, the chart as SVG
-with a configuration marked on it, the inspector page, and the Graphviz call with the
+with a configuration marked on it, the inspector page, the diff page (both sides'
+charts stepped together), and the Graphviz call with the
 stamp every figure carries. Nothing here reads a trace, runs a coordinator or writes a
 document: callers hand in a :class:`~handoff_fsm.structure.ChartModel`, a
 :class:`~handoff_fsm.io.lifecycle.Lifecycle`, a followed run or trace, or a path.
@@ -10,10 +11,11 @@ document: callers hand in a :class:`~handoff_fsm.structure.ChartModel`, a
 Jupyter, is not imported here: importing it is the opt-in.)
 """
 
+from handoff_fsm.render.diffpage import DiffPage, diff_page_html
 from handoff_fsm.render.dot import Highlight, statechart_dot
 from handoff_fsm.render.graphviz import GraphvizError, GraphvizMissingError, render
 from handoff_fsm.render.inspector import inspector_html
-from handoff_fsm.render.livechart import chart_svg, marked_chart_svg
+from handoff_fsm.render.livechart import chart_svg, marked_chart_svg, model_svg
 from handoff_fsm.render.mermaid import statechart_mermaid
 from handoff_fsm.render.overlay import overlay_bytes, overlay_dot
 from handoff_fsm.render.sequence import (
@@ -29,15 +31,18 @@ from handoff_fsm.render.stamp import dot_digest, read_stamp
 
 __all__ = [
     "COMPACT",
+    "DiffPage",
     "Geometry",
     "GraphvizError",
     "GraphvizMissingError",
     "Highlight",
     "Panel",
     "chart_svg",
+    "diff_page_html",
     "dot_digest",
     "inspector_html",
     "marked_chart_svg",
+    "model_svg",
     "overlay_bytes",
     "overlay_dot",
     "read_stamp",

@@ -1,10 +1,12 @@
-// The inspector page's behaviour (handoff_fsm/render/inspector.py builds the page).
+// The inspector page's behaviour (handoff_fsm/render/inspector.py builds the page; the
+// parts every page shares are stepper.js's HandoffStepper, put before this).
 // Rule kept here: this script only displays. Every state, transition, reply and action
 // it shows was computed in Python by replaying the trace through the library and is read
 // from the page's JSON; nothing here interprets the trace or the chart. It makes no
 // request: everything it needs is in the page.
 "use strict";
 (() => {
+  const { SVG_NS, element, list, mark, keepInView } = HandoffStepper;
   const data = JSON.parse(document.getElementById("handoff-inspector-data").textContent);
   const $ = (id) => document.getElementById(id);
   const slider = $("slider");
@@ -12,24 +14,8 @@
   const details = $("details");
   const lifecyclePane = $("lifecycle-pane");
   const chartPane = $("chart-pane");
-  const SVG_NS = "http://www.w3.org/2000/svg";
 
-  // The charts' parts, by state id and by transition index (once per chart).
-  const charts = [...document.querySelectorAll("#chart-pane .chart")].map((box) => {
-    const states = new Map();
-    const transitions = new Map();
-    for (const element of box.querySelectorAll("[data-state]")) {
-      const id = element.dataset.state;
-      if (!states.has(id)) states.set(id, []);
-      states.get(id).push(element);
-    }
-    for (const element of box.querySelectorAll("[data-transition]")) {
-      const index = Number(element.dataset.transition);
-      if (!transitions.has(index)) transitions.set(index, []);
-      transitions.get(index).push(element);
-    }
-    return { box, states, transitions, marked: [] };
-  });
+  const charts = [...document.querySelectorAll("#chart-pane .chart")].map(HandoffStepper.indexChart);
 
   let shown = data.shown;
   let current = 0;
@@ -42,49 +28,17 @@
   const stepAt = (n) => (n === 0 ? null : coordinator().steps[n - 1]);
   const activeAt = (n) => (n === 0 ? coordinator().initial : coordinator().steps[n - 1].state);
 
-  function element(tag, attributes = {}, ...children) {
-    const made = document.createElement(tag);
-    for (const [name, value] of Object.entries(attributes)) made.setAttribute(name, value);
-    for (const child of children) {
-      made.append(child instanceof Node ? child : document.createTextNode(String(child)));
-    }
-    return made;
-  }
-
-  function list(items, empty) {
-    if (items.length === 0) return element("span", { class: "none" }, empty);
-    return element("ul", {}, ...items.map((item) => element("li", {}, item)));
-  }
-
   // ---------------------------------------------------------------- the chart
 
   function markChart(n) {
     const c = coordinator();
     const chart = chartOf(c);
-    const info = data.charts[c.chart];
-    for (const each of charts) {
-      for (const marked of each.marked) {
-        marked.classList.remove("active", "active-ancestor", "taken", "rejecting");
-      }
-      each.marked = [];
-    }
-    const mark = (elements, name) => {
-      for (const found of elements || []) {
-        found.classList.add(name);
-        chart.marked.push(found);
-      }
-    };
-    const active = activeAt(n);
-    const held = new Set();
-    for (const leaf of active) {
-      mark(chart.states.get(leaf), "active");
-      for (let up = info.parents[leaf]; up; up = info.parents[up]) held.add(up);
-    }
-    for (const id of held) mark(chart.states.get(id), "active-ancestor");
+    for (const each of charts) HandoffStepper.clearMarks(each);
+    HandoffStepper.markActive(chart, data.charts[c.chart].parents, activeAt(n));
     const step = stepAt(n);
     if (step) {
-      for (const index of step.taken) mark(chart.transitions.get(index), "taken");
-      if (step.rejecting) mark(chart.states.get(step.rejecting), "rejecting");
+      for (const index of step.taken) mark(chart, chart.transitions.get(index), "taken");
+      if (step.rejecting) mark(chart, chart.states.get(step.rejecting), "rejecting");
     }
   }
 
@@ -92,20 +46,9 @@
     const c = coordinator();
     const chart = chartOf(c);
     const step = stepAt(n);
-    const focus = [...activeAt(n).flatMap((leaf) => chart.states.get(leaf) || [])];
+    const focus = HandoffStepper.statesOf(chart, activeAt(n));
     if (step) for (const index of step.taken) focus.push(...(chart.transitions.get(index) || []));
     keepInView(chartPane, focus);
-  }
-
-  function keepInView(pane, elements) {
-    if (elements.length === 0) return;
-    const view = pane.getBoundingClientRect();
-    const boxes = elements.map((e) => e.getBoundingClientRect());
-    const top = Math.min(...boxes.map((b) => b.top));
-    const bottom = Math.max(...boxes.map((b) => b.bottom));
-    if (top >= view.top && bottom <= view.bottom) return;
-    const middle = (top + bottom) / 2 - view.top + pane.scrollTop;
-    pane.scrollTop = Math.max(0, middle - pane.clientHeight / 2);
   }
 
   // ---------------------------------------------------------------- the lifecycle
@@ -215,17 +158,16 @@
   // The marks on the chart change at once (activeStates() and .active agree after every
   // step(n)); what needs the layout (scrolling, the lifecycle's band), the details and
   // the address follow once per frame, so stepping through many lines costs one layout.
-  let pending = null;
+  const frame = HandoffStepper.everyFrame(render);
 
   function show(n) {
     current = n;
     slider.value = String(n);
     markChart(n);
-    if (pending === null) pending = requestAnimationFrame(render);
+    frame.request();
   }
 
   function render() {
-    pending = null;
     if (lifecycleOf !== shown) showLifecycle();
     $("position").textContent = `step ${current} of ${coordinator().steps.length}`;
     showDetails(current);
@@ -249,14 +191,7 @@
     const params = new URLSearchParams();
     params.set("step", String(current));
     if (shown !== data.shown) params.set("coordinator", coordinator().key);
-    const hash = `#${params}`;
-    if (location.hash !== hash) {
-      try {
-        history.replaceState(null, "", hash);
-      } catch (_) {
-        // A page that may not rewrite its address still steps; only the hash stays behind.
-      }
-    }
+    HandoffStepper.writeHash(params);
   }
 
   function readHash() {
@@ -264,9 +199,7 @@
     const key = params.get("coordinator");
     const index = key === null ? data.shown : data.coordinators.findIndex((c) => c.key === key);
     if (index >= 0 && index !== shown) select(index);
-    const n = Number.parseInt(params.get("step") || "0", 10);
-    const steps = coordinator().steps.length;
-    show(Number.isInteger(n) ? Math.min(Math.max(n, 0), steps) : 0);
+    show(HandoffStepper.stepParam(params, "step", coordinator().steps.length, 0));
   }
 
   const go = (n) => show(Math.min(Math.max(n, 0), coordinator().steps.length));
@@ -279,31 +212,13 @@
     select(Number(picker.value));
     show(0);
   });
-  slider.addEventListener("input", () => go(Number(slider.value)));
-  $("first").addEventListener("click", () => go(0));
-  $("prev").addEventListener("click", () => go(current - 1));
-  $("next").addEventListener("click", () => go(current + 1));
-  $("last").addEventListener("click", () => go(coordinator().steps.length));
-  lifecyclePane.addEventListener("click", (event) => {
-    const found = event.target.closest("[data-step]");
-    if (found) go(Number(found.dataset.step));
+  HandoffStepper.wireSteps({
+    go,
+    current: () => current,
+    last: () => coordinator().steps.length,
+    exempt: [picker], // the slider and the selector take their own keys
   });
-  document.addEventListener("keydown", (event) => {
-    const target = event.target;
-    if (target === slider || target === picker || event.altKey || event.ctrlKey || event.metaKey) {
-      return; // the slider and the selector take their own keys
-    }
-    const moves = {
-      ArrowLeft: () => current - 1,
-      ArrowRight: () => current + 1,
-      Home: () => 0,
-      End: () => coordinator().steps.length,
-    };
-    if (event.key in moves) {
-      event.preventDefault();
-      go(moves[event.key]());
-    }
-  });
+  HandoffStepper.clickSteps(lifecyclePane, go);
   window.addEventListener("hashchange", readHash);
 
   window.handoffInspector = Object.freeze({
@@ -313,10 +228,7 @@
     },
     /** Show the state after the coordinator's first n lines (0: as created). */
     step(n) {
-      if (!Number.isInteger(n) || n < 0 || n > coordinator().steps.length) {
-        throw new RangeError(`step(n) takes 0..${coordinator().steps.length}, not ${n}`);
-      }
-      show(n);
+      show(HandoffStepper.checkStep(n, coordinator().steps.length));
       return n;
     },
     /** The atomic states active at the shown step, as HandoffCoordinator.state lists them. */
@@ -329,10 +241,7 @@
     },
     /** Resolves once the shown step is drawn: details, lifecycle, scrolling, address. */
     drawn() {
-      return new Promise((resolve) => {
-        if (pending === null) resolve(current);
-        else requestAnimationFrame(() => resolve(current));
-      });
+      return frame.drawn(() => current);
     },
     /** Every coordinator's key, in the order the trace creates them. */
     coordinators: Object.freeze(data.coordinators.map((c) => c.key)),

@@ -10,9 +10,10 @@ replayer behind ``handoff-fsm replay``; it goes into the page as JSON, and the s
 revision's chart as :mod:`~handoff_fsm.render.livechart` annotates it, each
 coordinator's lifecycle as :mod:`~handoff_fsm.render.sequence` draws it (all of them in
 one run of Graphviz), with each message tagged ``data-step`` so a click on it steps
-there. The page is one file with nothing to fetch: the SVG, the style sheet
-(``inspector.css``, coloured only by the palette's CSS variables) and the script are
-inline, and its Content-Security-Policy forbids every request.
+there. The page is one file with nothing to fetch (:mod:`~handoff_fsm.render.htmlpage`:
+the SVG, the style sheets, ``page.css`` and ``inspector.css``, coloured only by the
+palette's CSS variables, and the scripts, ``stepper.js`` and ``inspector.js``, are
+inline, and its Content-Security-Policy forbids every request).
 
 The contract other tools rely on: every state of the shown chart is an element with
 ``data-state="<state id>"``, the active atomic ones carry the class ``active``; the
@@ -25,11 +26,9 @@ step, as :attr:`~handoff_fsm.coordinator.HandoffCoordinator.state` lists them).
 from __future__ import annotations
 
 import html
-import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from importlib.resources import files
 from typing import Any, Final
 
 from handoff_fsm.io.follow import FollowedRun, FollowedStep, FollowedTrace
@@ -44,6 +43,7 @@ from handoff_fsm.io.lifecycle import (
 )
 from handoff_fsm.model import IssuedHandoffAction, Revision
 from handoff_fsm.render.graphviz import render_svgs
+from handoff_fsm.render.htmlpage import STEP_CONTROLS, one_file_page, swatch
 from handoff_fsm.render.livechart import (
     add_class,
     chart_svg,
@@ -52,7 +52,6 @@ from handoff_fsm.render.livechart import (
     svg_text,
 )
 from handoff_fsm.render.sequence import COMPACT, Geometry, sequence_dot
-from handoff_fsm.render.style import css_variables
 from handoff_fsm.structure.describe import ChartModel, Edge
 from handoff_fsm.structure.revisions import revision_chart
 
@@ -68,15 +67,6 @@ _TITLE: Final = "{http://www.w3.org/2000/svg}title"
 _POLYGON: Final = "{http://www.w3.org/2000/svg}polygon"
 _ROW: Final = re.compile(r"m(\d+)(?:_[a-z]+)?(?:->m\d+_b)?")
 """A lifecycle drawing's element of message row ``N``: ``mN``, ``mN_t``, ``mN_a->mN_b``."""
-_POLICY: Final = (
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-    "img-src data:; base-uri 'none'; form-action 'none'"
-)
-"""The page may run its own inline script and style and fetch nothing, not even by mistake."""
-
-
-def _asset(name: str) -> str:
-    return files("handoff_fsm.render").joinpath(name).read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------------- the lifecycle
@@ -216,12 +206,6 @@ def coordinator_data(
 # ---------------------------------------------------------------------- the page
 
 
-def _json_script(value: Any) -> str:
-    """JSON that can sit inside a ``<script>`` element whatever its strings hold."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
 def inspector_html(trace: FollowedTrace, *, name: str, shown: str | None = None) -> str:
     """The page for ``trace`` (see the module's rule), opening on coordinator ``shown``.
 
@@ -298,57 +282,37 @@ def _page(
         f'<div class="chart" data-chart="{index}">{chart_svg(revision)}</div>'
         for index, revision in enumerate(revisions)
     )
-    title = html.escape(name)
     notes = "".join(f'<span class="problem">{html.escape(note)}</span>' for note in problems)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{_POLICY}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="handoff-fsm inspect">
-<title>{title} · handoff-fsm inspect</title>
-<style>
-{css_variables(":root")}
-{_asset("inspector.css")}
-</style>
-</head>
-<body>
-<header>
-<h1>{title}</h1>
+    header = f"""<h1>{html.escape(name)}</h1>
 <label id="picker">coordinator <select id="coordinator" aria-label="coordinator"></select></label>
 <span id="summary"></span>
-<div class="controls">
-<button id="first" type="button" title="first step (Home)">⇤</button>
-<button id="prev" type="button" title="previous step (←)">←</button>
-<input id="slider" type="range" min="0" max="0" value="0" aria-label="step">
-<button id="next" type="button" title="next step (→)">→</button>
-<button id="last" type="button" title="last step (End)">⇥</button>
-<span id="position"></span>
-</div>
-</header>
-<main>
-<section id="chart-pane" aria-label="the statechart">
+{STEP_CONTROLS}"""
+    main = f"""<section id="chart-pane" aria-label="the statechart">
 {charts}
 </section>
 <aside id="side">
 <section id="details" aria-live="polite"></section>
 <section id="lifecycle-pane" aria-label="the lifecycle: click a message to step there"></section>
-</aside>
-</main>
-<footer>
-<span><span class="swatch active"></span>active state</span>
-<span><span class="swatch taken"></span>transition just taken</span>
-<span><span class="swatch rejecting"></span>state that rejected the input</span>
-<span><span class="swatch current"></span>the step in the lifecycle (click one to go there)</span>
-<span>← → step, Home / End: first / last; the address keeps #step=N</span>
-{notes}
-</footer>
-{templates}
-<script type="application/json" id="{DATA_ID}">{_json_script(data)}</script>
-<script>
-{_asset("inspector.js")}
-</script>
-</body>
-</html>
-"""
+</aside>"""
+    footer = "\n".join(
+        [
+            swatch("active", "active state"),
+            swatch("taken", "transition just taken"),
+            swatch("rejecting", "state that rejected the input"),
+            swatch("current", "the step in the lifecycle (click one to go there)"),
+            "<span>← → step, Home / End: first / last; the address keeps #step=N</span>",
+            notes,
+        ]
+    )
+    return one_file_page(
+        title=name,
+        generator="handoff-fsm inspect",
+        style="inspector.css",
+        script="inspector.js",
+        header=header,
+        main=main,
+        footer=footer,
+        data_id=DATA_ID,
+        data=data,
+        extra=templates,
+    )

@@ -129,10 +129,15 @@ def annotate_chart(data: bytes, model: ChartModel) -> ET.Element:
     return root
 
 
-@cache
 def chart_svg(revision: Revision = Revision.SEED) -> str:
     """The revision's chart as annotated SVG text, nothing marked (drawn once per process)."""
-    model = revision_chart(revision)
+    return model_svg(revision_chart(revision))
+
+
+@cache
+def model_svg(model: ChartModel) -> str:
+    """The chart ``model`` describes (one side's of a diff, say) as annotated SVG text,
+    nothing marked (each distinct chart drawn once per process)."""
     drawn = render(statechart_dot(model, ids=True), "svg")
     return svg_text(annotate_chart(drawn, model))
 

@@ -85,6 +85,7 @@ CSS_VARIABLES: Final = {
     "--hf-active-fill": ACTIVE_FILL,
     "--hf-active-line": ACTIVE_LINE,
     "--hf-current-step": CURRENT_STEP,
+    "--hf-parting": PARTING,
     "--hf-note-fill": NOTE_FILL,
     "--hf-note-line": NOTE_LINE,
     "--hf-success-fill": COMPLETION_COLOURS["Success"][0],

@@ -9,6 +9,7 @@ pictures from :mod:`handoff_fsm.render` and read the chart from
 
 from handoff_fsm.review.codes import ErrorCondition, error_conditions
 from handoff_fsm.review.design import chart_space, review_markdown
+from handoff_fsm.review.diffpage import diff_page
 from handoff_fsm.review.files import (
     DIAGRAMS_DIR,
     REVIEW_NAME,
@@ -31,6 +32,7 @@ __all__ = [
     "ErrorCondition",
     "chart_space",
     "diagram_files",
+    "diff_page",
     "drift",
     "error_conditions",
     "inputs_markdown",

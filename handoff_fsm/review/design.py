@@ -34,22 +34,31 @@ from handoff_fsm.model import HandoffCompletion, HandoffOrder, NormalizedHandoff
 from handoff_fsm.render.mermaid import mermaid_block, statechart_mermaid
 from handoff_fsm.render.sequence import sequence_mermaid
 from handoff_fsm.review.codes import error_conditions
-from handoff_fsm.review.diffreview import revisions_markdown
+from handoff_fsm.review.diffreview import (
+    difference_anchor,
+    revision_reports,
+    revisions_markdown,
+)
 from handoff_fsm.review.improvements import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN
 from handoff_fsm.review.invariant_table import invariants_markdown
 from handoff_fsm.review.loss_table import losses_markdown
+from handoff_fsm.review.loss_table import stalls as stalls_of
 from handoff_fsm.review.provenance import Provenance, provenance
 from handoff_fsm.review.system import HEADING as SYSTEM_HEADING
-from handoff_fsm.review.system import system_markdown
+from handoff_fsm.review.system import system_markdown, system_reports
 from handoff_fsm.review.tables import inputs_markdown, transition_tables_markdown
+from handoff_fsm.review.verdict import Change, Links, package_verdicts, verdict_markdown
 from handoff_fsm.simulate.decode_cancel import NAME as DECODE_CANCEL
 from handoff_fsm.simulate.decode_cancel import TITLE as DECODE_CANCEL_TITLE
 from handoff_fsm.simulate.decode_cancel import DecodeCancelRun, decode_cancel_runs, simulate_command
 from handoff_fsm.simulate.scenarios import ScenarioRun, scenario_runs
 from handoff_fsm.structure.describe import ChartModel, describe_chart
 from handoff_fsm.structure.revisions import revision_chart
+from handoff_fsm.verify.diff import DiffReport, diff
+from handoff_fsm.verify.diff.sides import WORKTREE
 from handoff_fsm.verify.exploration import ExplorationReport, explore
 from handoff_fsm.verify.losses import LossReport, lost_messages
+from handoff_fsm.verify.verdicts import RevisionVerdict, change_verdict, judge_change
 
 _N = NormalizedHandoffEvent
 NORMALIZED_EVENTS: Final[dict[str, NormalizedHandoffEvent]] = {
@@ -511,6 +520,35 @@ def _losses_section(model: ChartModel) -> list[str]:
 # ---------------------------------------------------------------------- the document
 
 
+def review_verdicts() -> tuple[RevisionVerdict, ...]:
+    """This package's verdict per revision: its exploration's invariants and its default
+    system check's properties (what ``review --check`` gates on)."""
+    return package_verdicts(explorations(), system_reports())
+
+
+def review_verdict(against: DiffReport | None = None) -> list[str]:
+    """The verdict the review opens with (:mod:`~handoff_fsm.review.verdict`): each
+    revision, each revision against the seed and the work tree against ``against``'s
+    side, and where one lost message stalls the handoff."""
+    verdicts = review_verdicts()
+    by_revision = {verdict.revision: verdict for verdict in verdicts}
+    changes = []
+    for number, report in enumerate(revision_reports(), start=len(Revision) + 1):
+        judged = change_verdict(report, [by_revision[report.a]], [by_revision[report.b]])
+        anchors = [f"#{difference_anchor(n, d)}" for n, d in enumerate(report.differences, 1)]
+        changes.append(Change(report, judged, f"#8{number}-{_slug(report)}", anchors))
+    if against is not None:
+        changes.append(Change(against, judge_change(against), "#8-revisions"))
+    stalls = {revision.value: stalls_of(reports) for revision, reports in loss_reports().items()}
+    links = Links("#8-revisions", "#10-system", "#9-one-lost-message")
+    return verdict_markdown(verdicts, links, changes=changes, stalls=stalls)
+
+
+def _slug(report: DiffReport) -> str:
+    """The GitHub anchor words of a revision change's heading (``seed--a976b2bf``)."""
+    return f"{report.a}--{report.b}".lower()
+
+
 def review_markdown(
     model: ChartModel | None = None,
     *,
@@ -532,6 +570,7 @@ def review_markdown(
         (f"`{revision.value}`", _revision_body(revision, reports[revision], model))
         for revision in Revision
     ]
+    against_report = None if against is None else diff(against, WORKTREE, charts=True)
     out = [
         "# Design review: the prefill-to-decode handoff statechart",
         "",
@@ -544,6 +583,7 @@ def review_markdown(
         "",
         *stamp.markdown(),
         "",
+        *review_verdict(against_report),
         "1. [The statechart](#1-the-statechart)",
         "2. [Transitions](#2-transitions)",
         "3. [Lifecycles](#3-lifecycles)",
@@ -563,7 +603,7 @@ def review_markdown(
         *_improvements_section(),
         *_space_section(reports),
         "",
-        *revisions_markdown(8, revisions=revisions, against=against),
+        *revisions_markdown(8, revisions=revisions, against=against, against_report=against_report),
         *_losses_section(model),
         *system_markdown(10),
     ]

@@ -62,7 +62,7 @@ from handoff_fsm.review.design import (
     tables_file,
 )
 from handoff_fsm.review.provenance import provenance
-from handoff_fsm.review.system import system_files
+from handoff_fsm.review.system import stale_system_files, system_files
 from handoff_fsm.review.tables import inputs_markdown, transition_tables_markdown
 from handoff_fsm.simulate.decode_cancel import TITLE as DECODE_CANCEL_TITLE
 from handoff_fsm.simulate.decode_cancel import DecodeCancelRun, decode_cancel_runs
@@ -194,6 +194,8 @@ def _write_drawn(folder: Path, sources: Mapping[str, Source]) -> list[Path]:
         except GraphvizError as error:
             failures[name] = error
     written = write_files(folder, files)
+    for stale in stale_system_files(folder, sources):  # a property that holds now
+        stale.unlink()
     if failures:
         first = next(iter(failures.values()))
         raise NotDrawnError(first, tuple(failures), tuple(written))

@@ -138,11 +138,23 @@ def _stall_rows(model: ChartModel, reports: Reports) -> list[str]:
     return rows
 
 
+def stalls(reports: Sequence[LossReport]) -> tuple[int, int]:
+    """Of the explored states that wait for a message (both orders), how many stall for
+    good when one message is lost, and how many there are."""
+    stalling = sum(
+        situation.states
+        for report in reports
+        for situation in report.situations
+        if situation.worst is Fate.STALLS
+    )
+    return stalling, sum(report.waiting for report in reports)
+
+
 def losses_markdown(model: ChartModel, reports: Reports) -> list[str]:
     """The section's body: method, the fate table, the stall table (``reports`` by revision)."""
     revisions = list(reports)
     first = reports[revisions[0]]
-    waiting = sum(report.waiting for report in first)
+    stalling_states, waiting = stalls(first)
     stalled = {
         (situation.state, awaited)
         for report in first
@@ -150,12 +162,6 @@ def losses_markdown(model: ChartModel, reports: Reports) -> list[str]:
         for awaited, fate in situation.fates
         if fate is Fate.STALLS
     }
-    stalling_states = sum(
-        situation.states
-        for report in first
-        for situation in report.situations
-        if situation.worst is Fate.STALLS
-    )
     phases = sorted({_phase(model, state) for state, _ in stalled})
     lost = sorted({awaited for _, awaited in stalled})
     cells = {revision: _cells(model, reports[revision]) for revision in revisions}

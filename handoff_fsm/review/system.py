@@ -10,27 +10,52 @@ code gives the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache, partial
+import re
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
 from typing import Final
 
 from handoff_fsm.io.lifecycle import Lifecycle
 from handoff_fsm.model import Revision
 from handoff_fsm.render.sequence import render_sequence
-from handoff_fsm.verify.system import STATEMENTS, SystemReport, check_system, system_lifecycle
+from handoff_fsm.verify.system import STATEMENTS, SystemReport, default_report, system_lifecycle
 
 HEADING: Final = "System"
 
 
-@cache
 def system_reports() -> dict[Revision, SystemReport]:
-    """``check_system(revision)`` with its defaults, for every revision, once per process."""
-    return {revision: check_system(revision) for revision in Revision}
+    """``check_system(revision)`` with its defaults, for every revision (each computed once
+    per process, :func:`~handoff_fsm.verify.system.default_report`)."""
+    return {revision: default_report(revision) for revision in Revision}
 
 
 def system_file(revision: Revision, name: str, suffix: str) -> str:
     """Where a counterexample's file goes (``seed/system_no_kv_leak.svg``)."""
     return f"{revision.value}/system_{name}.{suffix}"
+
+
+SYSTEM_FILES: Final = re.compile(
+    rf"(?:{'|'.join(re.escape(r.value) for r in Revision)})/system_[a-z_]+\.(?:jsonl|svg)"
+)
+"""Every name :func:`system_file` gives: a property that holds now leaves none, so a
+writer removes those it did not write (:func:`stale_system_files`)."""
+
+
+def stale_system_files(folder: Path, written: Iterable[str]) -> list[Path]:
+    """The counterexample files in ``folder``'s revision folders that ``written`` (the
+    names just written) does not hold: what an earlier review left of a property that
+    has been fixed since."""
+    kept = set(written)
+    stale = []
+    for revision in Revision:
+        where = folder / revision.value
+        if where.is_dir():
+            for entry in sorted(where.iterdir()):
+                name = f"{revision.value}/{entry.name}"
+                if SYSTEM_FILES.fullmatch(name) and name not in kept and entry.is_file():
+                    stale.append(entry)
+    return stale
 
 
 def system_files() -> dict[str, Callable[[], bytes]]:

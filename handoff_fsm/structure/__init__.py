@@ -3,7 +3,8 @@
 Public API only (no logic here): the family's description (:func:`describe_chart`
 -> :class:`ChartModel`), each revision's decided chart (:func:`revision_chart`),
 the declared transitions and which of them each compiled step fires
-(:mod:`.transitions`), and the structural diff of two charts (:func:`chart_diff`).
+(:mod:`.transitions`), the structural diff of two charts (:func:`chart_diff`), and a
+chart described in another process read back (:func:`chart_from_plain`).
 """
 
 from handoff_fsm.structure.chartdiff import ChartDiff, chart_diff
@@ -18,6 +19,7 @@ from handoff_fsm.structure.describe import (
     StateNode,
     describe_chart,
 )
+from handoff_fsm.structure.plain import chart_from_plain
 from handoff_fsm.structure.revisions import revision_chart
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "StateKind",
     "StateNode",
     "chart_diff",
+    "chart_from_plain",
     "describe_chart",
     "revision_chart",
 ]

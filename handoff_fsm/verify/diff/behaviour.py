@@ -85,6 +85,10 @@ class Difference:
     replies_a: tuple[dict[str, Any], ...] = ()
     """A's reply to every line of the trace (the last is :attr:`a`)."""
     replies_b: tuple[dict[str, Any], ...] = ()
+    states_a: tuple[tuple[str, ...] | None, ...] = ()
+    """A's active chart states after every line, of the coordinator the line names (``None``
+    where its snapshot does not say): what ``handoff-fsm diff --html`` marks step by step."""
+    states_b: tuple[tuple[str, ...] | None, ...] = ()
 
     @property
     def inputs(self) -> int:
@@ -556,6 +560,11 @@ def _run(side: Side, lines: list[str]) -> dict[str, Any]:
     return ask(side, {"op": "run", "lines": lines})
 
 
+def _states(run: dict[str, Any]) -> tuple[tuple[str, ...] | None, ...]:
+    """A ``run``'s active states after each of its lines."""
+    return tuple(None if leaves is None else tuple(leaves) for leaves in run["states"])
+
+
 def _rekeyed(line: str, key: str) -> str:
     parsed = json.loads(line)
     parsed["coordinator"] = key
@@ -618,6 +627,8 @@ def _confirm(kinds: list[_Kind], a: Side, b: Side, labels: tuple[str, str]) -> l
                     state_b=None if state_b is None else tuple(state_b),
                     replies_a=tuple(json.loads(reply) for reply in run_a["replies"]),
                     replies_b=tuple(json.loads(reply) for reply in run_b["replies"]),
+                    states_a=_states(run_a),
+                    states_b=_states(run_b),
                 )
             )
         return out
@@ -668,8 +679,8 @@ def _unstable_difference(
     ]
     fresh_a, fresh_b = a.fresh(), b.fresh()
     try:
-        replies_a = _run(fresh_a, trace)["replies"]
-        replies_b = _run(fresh_b, trace)["replies"]
+        run_a, run_b = _run(fresh_a, trace), _run(fresh_b, trace)
+        replies_a, replies_b = run_a["replies"], run_b["replies"]
     finally:
         fresh_a.close()
         fresh_b.close()
@@ -691,6 +702,8 @@ def _unstable_difference(
                 order=unstable.order,
                 replies_a=tuple(json.loads(reply) for reply in replies_a[: position + 1]),
                 replies_b=tuple(json.loads(reply) for reply in replies_b[: position + 1]),
+                states_a=_states(run_a)[: position + 1],
+                states_b=_states(run_b)[: position + 1],
             )
     raise handoff_error(
         DiffErrorCode.DIFF_SIDE_FAILED,

@@ -184,9 +184,7 @@ class SideDriver:
 
     def _token(self, replayer: Any, key: str) -> Any:
         """A token naming the state of coordinator ``key`` in ``replayer``: equal iff equal."""
-        entry = replayer.live.get(key)
-        if entry is None and hasattr(replayer.completed.get(key), "coordinator"):
-            entry = replayer.completed[key]  # a completed coordinator replay still asks
+        entry = _kept(replayer, key)
         if entry is not None:
             coordinator = getattr(entry, "coordinator", entry)
             try:
@@ -319,23 +317,21 @@ class SideDriver:
     def run(self, lines: list[str]) -> dict[str, Any]:
         """Replay whole ``lines`` (``new`` lines get this side's revision) in a fresh replayer.
 
-        Returns every reply line and, for the last line's coordinator, its active
-        chart states when its snapshot has them.
+        Returns every reply line; ``states``: after each line, the active chart states
+        of the coordinator it names (running, or completed and kept whole), ``None``
+        where its snapshot does not say; ``state``: those of the last line's coordinator
+        while it runs (``None`` once it completed).
         """
         replayer = self._replayer()
         replies = []
+        states: list[list[str] | None] = []
         for number, line in enumerate(lines, start=1):
             replies.append(self._reply(replayer, self._new_line(line), number))
-        state: list[str] | None = None
-        if lines:
-            entry = replayer.live.get(json.loads(lines[-1]).get("coordinator"))
-            if entry is not None:
-                try:
-                    leaves = getattr(getattr(entry, "coordinator", entry).snapshot(), "state", None)
-                except Exception:  # only for the report's words
-                    leaves = None
-                state = list(leaves) if leaves is not None else None
-        return {"replies": replies, "state": state}
+            states.append(_leaves(_kept(replayer, json.loads(line).get("coordinator"))))
+        state = (
+            _leaves(replayer.live.get(json.loads(lines[-1]).get("coordinator"))) if lines else None
+        )
+        return {"replies": replies, "state": state, "states": states}
 
     def describe(self) -> dict[str, Any]:
         """The side's chart as plain data, as its revision runs it, or why there is none.
@@ -380,6 +376,26 @@ class SideDriver:
         if op == "hello":
             return {"replay": self.replay.__name__}
         raise ValueError(f"unknown request {op!r}")
+
+
+def _kept(replayer: Any, key: Any) -> Any:
+    """The entry of coordinator ``key`` in ``replayer``: running, or completed and kept whole
+    (a completed coordinator replay still asks); ``None`` for none or a tombstone."""
+    entry = replayer.live.get(key)
+    if entry is None and hasattr(replayer.completed.get(key), "coordinator"):
+        entry = replayer.completed[key]
+    return entry
+
+
+def _leaves(entry: Any) -> list[str] | None:
+    """The active chart states a kept coordinator's snapshot names (``None``: it names none)."""
+    if entry is None:
+        return None
+    try:
+        leaves = getattr(getattr(entry, "coordinator", entry).snapshot(), "state", None)
+    except Exception:  # only for the report's words and the diff page's marks
+        leaves = None
+    return list(leaves) if leaves is not None else None
 
 
 def _text(snapshot: Any) -> str:

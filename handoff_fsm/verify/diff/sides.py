@@ -309,6 +309,24 @@ def export_commit(cwd: Path, commit: str, into: Path) -> Path:
     return into
 
 
+def side_package(
+    spec: SideSpec, where: Path, stack: ExitStack, exported: dict[str, Path] | None = None
+) -> tuple[Path, str]:
+    """The package root of a ``git:`` or ``worktree`` side and what it is, in words
+    (``commit 3f2a1b0c9d8e``); a commit is exported into a temporary directory that
+    ``stack`` removes (once per commit in ``exported``)."""
+    if spec.source == WORKTREE:
+        tree = repository_root(where)
+        return package_root(tree), f"working tree {tree}"
+    assert spec.source is not None, "the running package has no other root"
+    exported = {} if exported is None else exported
+    commit = resolve_commit(where, spec.source)
+    if commit not in exported:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hf-diff-")))
+        exported[commit] = export_commit(where, commit, folder)
+    return package_root(exported[commit]), f"commit {commit[:12]}"
+
+
 @contextmanager
 def opened_sides(texts: tuple[str, str], cwd: Path | None = None) -> Iterator[tuple[Side, Side]]:
     """Both sides, started (subprocesses start in parallel) and closed afterwards.
@@ -326,17 +344,8 @@ def opened_sides(texts: tuple[str, str], cwd: Path | None = None) -> Iterator[tu
             side: Side
             if spec.source is None:
                 side = InProcessSide(spec)
-            elif spec.source == WORKTREE:
-                tree = repository_root(where)
-                side = SubprocessSide(spec, package_root(tree), f"working tree {tree}")
             else:
-                commit = resolve_commit(where, spec.source)
-                if commit not in exported:
-                    folder = Path(
-                        stack.enter_context(tempfile.TemporaryDirectory(prefix="hf-diff-"))
-                    )
-                    exported[commit] = export_commit(where, commit, folder)
-                side = SubprocessSide(spec, package_root(exported[commit]), f"commit {commit[:12]}")
+                side = SubprocessSide(spec, *side_package(spec, where, stack, exported))
             stack.callback(side.close)
             sides.append(side)
         for side in sides:  # both processes import at once; wait for both to be ready

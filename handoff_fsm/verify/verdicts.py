@@ -1,0 +1,376 @@
+"""What a side breaks: the invariants and system properties each of its revisions violates.
+
+Rule kept here: a side is judged by its own package, as ``handoff-fsm diff`` spells
+sides (:mod:`~handoff_fsm.verify.diff.sides`): the running package in this process, a
+``git:`` revision or the work tree by that package's own ``handoff-fsm check --json``
+(and ``check --system --json``) in an interpreter that imports it alone. Either way a
+verdict is read off the same JSON (:func:`read_verdicts`), so a package committed long
+ago and this one are judged in the same terms. Which violations are known is the
+revision's own declaration (:data:`~handoff_fsm.model.KNOWN_VIOLATIONS`); this module
+only compares.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+from functools import cache, partial
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from handoff_fsm.coordinator import HandoffCoordinator
+from handoff_fsm.errors import handoff_error, quoted
+from handoff_fsm.model import KNOWN_VIOLATIONS, HandoffOrder, Revision
+from handoff_fsm.verify.diff.behaviour import DiffReport, relation
+from handoff_fsm.verify.diff.errors import DiffErrorCode
+from handoff_fsm.verify.diff.sides import (
+    Side,
+    SideSpec,
+    ask,
+    isolated_command,
+    opened_sides,
+    parse_side,
+    side_package,
+)
+from handoff_fsm.verify.exploration import explore
+from handoff_fsm.verify.system import default_report
+
+Kind = Literal["invariant", "property"]
+
+CHECK_PROGRAM: Final = (
+    "import sys\nfrom handoff_fsm.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
+)
+"""What a ``git:`` or ``worktree`` side's interpreter runs: that package's own command line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Broken:
+    """One invariant or system property a revision of a side violates."""
+
+    name: str
+    kind: Kind
+    trace: tuple[str, ...]
+    """Its shortest counterexample as ``handoff-fsm replay`` lines (JSON text)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionVerdict:
+    """How one revision of a side fared: what was judged, and what it breaks."""
+
+    side: str
+    revision: str
+    invariants: tuple[str, ...]
+    """Every invariant judged (in the side's own order)."""
+    properties: tuple[str, ...] | None
+    """Every system property judged; ``None`` when the system was not checked."""
+    broken: tuple[Broken, ...]
+    exhausted: bool = True
+    """Every reachable state was explored (a verdict on less is no verdict)."""
+
+    @property
+    def violated(self) -> frozenset[str]:
+        return frozenset(b.name for b in self.broken)
+
+    def unknown(self) -> tuple[Broken, ...]:
+        """What it breaks that its revision does not declare as known."""
+        known = declared(self.revision)
+        return tuple(b for b in self.broken if b.name not in known)
+
+    def known(self) -> tuple[Broken, ...]:
+        """What it breaks that its revision declares as known."""
+        known = declared(self.revision)
+        return tuple(b for b in self.broken if b.name in known)
+
+
+def declared(revision: str) -> Mapping[str, str]:
+    """What the revision named ``revision`` declares as known to break, with the reasons
+    (none for a revision this package does not offer)."""
+    return next((v for r, v in KNOWN_VIOLATIONS.items() if r.value == revision), {})
+
+
+def read_verdicts(
+    side: str, check: Mapping[str, Any], system: Mapping[str, Any] | None
+) -> tuple[RevisionVerdict, ...]:
+    """The verdicts of ``check --json``'s object (and ``check --system --json``'s), one
+    per revision, in the order the check reports them."""
+    invariants: dict[str, dict[str, Broken]] = {}
+    judged: dict[str, list[str]] = {}
+    exhausted: dict[str, bool] = {}
+    for report in check["orders"]:
+        revision = report["revision"]
+        names = judged.setdefault(revision, [])
+        names += [name for name in report["invariants"] if name not in names]
+        exhausted[revision] = exhausted.get(revision, True) and bool(report["exhausted"])
+        found = invariants.setdefault(revision, {})
+        for violation in report["violations"]:
+            found.setdefault(
+                violation["invariant"],
+                Broken(violation["invariant"], "invariant", _lines(violation["trace"])),
+            )
+    properties: dict[str, tuple[tuple[str, ...], list[Broken]]] = {}
+    for result in () if system is None else system["results"]:
+        properties[result["revision"]] = (
+            tuple(p["name"] for p in result["properties"]),
+            [
+                Broken(p["name"], "property", _lines(p["counterexample"]["trace"]))
+                for p in result["properties"]
+                if not p["holds"]
+            ],
+        )
+    return tuple(
+        RevisionVerdict(
+            side,
+            revision,
+            tuple(judged[revision]),
+            properties[revision][0] if revision in properties else None,
+            (*invariants[revision].values(), *properties.get(revision, ((), []))[1]),
+            exhausted[revision],
+        )
+        for revision in judged
+    )
+
+
+def _lines(trace: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(json.dumps(line, separators=(",", ":")) for line in trace)
+
+
+# ---------------------------------------------------------------------- judging a side
+
+
+def judge(
+    side: str, *, system: bool = True, cwd: Path | None = None
+) -> tuple[RevisionVerdict, ...]:
+    """Judge ``side`` (a diff side name) with its own package: the exhaustive check of
+    both orders, and with ``system`` the default system check, of the revision it names
+    (every revision it has, when it names none). A side that cannot be loaded or checked
+    is ``diff_side_failed`` (or ``unknown_diff_side``)."""
+    spec = parse_side(side)
+    if spec.in_process:
+        return _judged_here(spec, system)
+    where = Path.cwd() if cwd is None else cwd
+    with ExitStack() as stack:
+        root, what = side_package(spec, where, stack)
+        arguments = _arguments(spec)
+        commands = [["check", *arguments, "--json"]]
+        if system:
+            commands.append(["check", *arguments, "--system", "--json"])
+        outputs = _run_all(spec, root, what, commands)
+    return read_verdicts(side, outputs[0], outputs[1] if system else None)
+
+
+def run_side_command(spec: SideSpec, argv: Sequence[str], cwd: Path | None = None) -> int:
+    """Run ``handoff-fsm ARGV`` of a ``git:`` or ``worktree`` side's own package (its
+    output is this process's, its exit status returned), from ``cwd`` (default: here),
+    so paths in ``argv`` mean what they say."""
+    where = Path.cwd() if cwd is None else cwd
+    with ExitStack() as stack:
+        root, _ = side_package(spec, where, stack)
+        sys.stdout.flush()
+        return subprocess.run(
+            isolated_command(root, CHECK_PROGRAM, *argv), cwd=where, env=_environment(), check=False
+        ).returncode
+
+
+def _environment() -> dict[str, str]:
+    """A side's environment: no ``PYTHON*`` variable reaches its interpreter."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    environment["PYTHONDONTWRITEBYTECODE"] = "1"
+    return environment
+
+
+def _arguments(spec: SideSpec) -> list[str]:
+    arguments = ["--revision", spec.revision or "both"]
+    if spec.engine is not None:
+        arguments += ["--engine", spec.engine]
+    return arguments
+
+
+@cache
+def _judged_here(spec: SideSpec, system: bool) -> tuple[RevisionVerdict, ...]:
+    """A side of this package, judged here (once per process: it cannot change)."""
+    revisions = [Revision(spec.revision)] if spec.revision else list(Revision)
+    engine = spec.engine or "compiled"
+    check = {
+        "orders": [
+            explore(
+                order,
+                revision=revision,
+                factory=partial(HandoffCoordinator, revision=revision, engine=engine),
+            ).to_json()
+            for revision in revisions
+            for order in HandoffOrder
+        ]
+    }
+    results = {"results": [default_report(r).to_json() for r in revisions]} if system else None
+    return read_verdicts(spec.text, check, results)
+
+
+def _run_all(
+    spec: SideSpec, root: Path, what: str, commands: Sequence[list[str]]
+) -> list[dict[str, Any]]:
+    """Run each of the side's commands at once (one process each) and read their JSON."""
+    processes = [
+        subprocess.Popen(
+            isolated_command(root, CHECK_PROGRAM, *command),
+            cwd=root,
+            env=_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for command in commands
+    ]
+    outputs = []
+    for command, process in zip(commands, processes, strict=True):
+        out, err = process.communicate()
+        said = err.decode("utf-8", "replace").strip().splitlines()
+        last = quoted(said[-1] if said else "no message", 300)
+        ran = f"side {quoted(spec.text)} ({what}): `handoff-fsm {' '.join(command)}`"
+        if process.returncode not in (0, 1):
+            raise handoff_error(
+                DiffErrorCode.DIFF_SIDE_FAILED, f"{ran} exited {process.returncode}: {last}"
+            )
+        try:
+            outputs.append(json.loads(out))
+        except ValueError:  # a traceback exits 1 too
+            raise handoff_error(
+                DiffErrorCode.DIFF_SIDE_FAILED, f"{ran} printed no JSON object: {last}"
+            ) from None
+    return outputs
+
+
+# ---------------------------------------------------------------------- comparing
+
+
+def paired(
+    a: Sequence[RevisionVerdict], b: Sequence[RevisionVerdict]
+) -> list[tuple[RevisionVerdict | None, RevisionVerdict]]:
+    """Each revision of B with the revision of A it is compared with: the one revision
+    of each when both name one (``seed`` against ``a976b2bf``), else the same name
+    (``None`` when A has no revision of that name)."""
+    if len(a) == 1 and len(b) == 1:
+        return [(a[0], b[0])]
+    by_name = {verdict.revision: verdict for verdict in a}
+    return [(by_name.get(verdict.revision), verdict) for verdict in b]
+
+
+def new_breaks(a: RevisionVerdict | None, b: RevisionVerdict) -> tuple[Broken, ...]:
+    """What B breaks that A does not (everything, without an A)."""
+    before = frozenset() if a is None else a.violated
+    return tuple(broken for broken in b.broken if broken.name not in before)
+
+
+def fixed(a: RevisionVerdict | None, b: RevisionVerdict) -> tuple[Broken, ...]:
+    """What A breaks that B no longer does (among what B judged)."""
+    if a is None:
+        return ()
+    judged = {*b.invariants, *(b.properties or ())}
+    return tuple(x for x in a.broken if x.name in judged and x.name not in b.violated)
+
+
+# ---------------------------------------------------------------------- a change
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """A violation one side has and the other has not, and where the sides part on its
+    counterexample."""
+
+    broken: Broken
+    revision: str
+    """The revision of the side that breaks it."""
+    step: int | None
+    """The first line of the counterexample the two sides answer differently (1 is the
+    ``new`` line); ``None``: they answer it alike (the coordinators do not differ there,
+    so what breaks it is elsewhere: the policy, the workers, the checker)."""
+    difference: int | None
+    """The behaviour difference (1-based, as the diff lists them) that step is one of."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeVerdict:
+    """What the change from A to B breaks and fixes, per revision compared."""
+
+    a: tuple[RevisionVerdict, ...]
+    b: tuple[RevisionVerdict, ...]
+    breaks: tuple[Attribution, ...]
+    """What B violates and A does not."""
+    fixes: tuple[Attribution, ...]
+    """What A violates and B does not."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.breaks and all(v.exhausted for v in self.b)
+
+    def of_difference(self, number: int) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """What difference ``number`` breaks, and what it fixes: each name with the
+        revisions it does so in."""
+        found: tuple[dict[str, list[str]], dict[str, list[str]]] = ({}, {})
+        for named, attributions in zip(found, (self.breaks, self.fixes), strict=True):
+            for x in attributions:
+                if x.difference == number:
+                    named.setdefault(x.broken.name, []).append(x.revision)
+        return found
+
+
+def judge_change(
+    report: DiffReport, *, cwd: Path | None = None, system: bool = True
+) -> ChangeVerdict:
+    """Judge both sides of ``report`` (:func:`judge`, at once) and compare them."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        a, b = pool.map(lambda side: judge(side, system=system, cwd=cwd), (report.a, report.b))
+    return change_verdict(report, a, b, cwd=cwd)
+
+
+def change_verdict(
+    report: DiffReport,
+    a: Sequence[RevisionVerdict],
+    b: Sequence[RevisionVerdict],
+    *,
+    cwd: Path | None = None,
+) -> ChangeVerdict:
+    """Compare the verdicts of ``report``'s sides, replaying each counterexample on both
+    sides to find the difference it passes through."""
+    pairs = paired(a, b)
+    breaks = [(vb, broken) for va, vb in pairs for broken in new_breaks(va, vb)]
+    fixes = [(va, broken) for va, vb in pairs if va is not None for broken in fixed(va, vb)]
+    if not breaks and not fixes:
+        return ChangeVerdict(tuple(a), tuple(b), (), ())
+    with opened_sides((report.a, report.b), cwd) as (side_a, side_b):
+        made = [
+            [_attributed(report, side_a, side_b, verdict, broken) for verdict, broken in found]
+            for found in (breaks, fixes)
+        ]
+    return ChangeVerdict(tuple(a), tuple(b), tuple(made[0]), tuple(made[1]))
+
+
+def _attributed(
+    report: DiffReport, side_a: Side, side_b: Side, verdict: RevisionVerdict, broken: Broken
+) -> Attribution:
+    lines = [_without_revision(line) for line in broken.trace]
+    replies_a = ask(side_a, {"op": "run", "lines": lines})["replies"]
+    replies_b = ask(side_b, {"op": "run", "lines": lines})["replies"]
+    for step, (text_a, text_b) in enumerate(zip(replies_a, replies_b, strict=True), start=1):
+        reply_a, reply_b = json.loads(text_a), json.loads(text_b)
+        if reply_a != reply_b:
+            how = relation(reply_a, reply_b)
+            number = next(
+                (n for n, d in enumerate(report.differences, start=1) if relation(d.a, d.b) == how),
+                None,
+            )
+            return Attribution(broken, verdict.revision, step, number)
+    return Attribution(broken, verdict.revision, None, None)
+
+
+def _without_revision(line: str) -> str:
+    """A trace line for either side: a ``new`` line names no revision (the side has one)."""
+    parsed = json.loads(line)
+    if parsed.get("op") == "new" and "revision" in parsed:
+        del parsed["revision"]
+        return json.dumps(parsed)
+    return line

@@ -1,0 +1,209 @@
+"""The reviewer's verdict and its gates (issue 22, items 1-3), on real explorations.
+
+A change is judged as a pull request would be: the package is committed into a fresh
+repository, a chart edit is made in its work tree (the issue's own unsafe edit: the
+source is released once the KV is transferred, before the destination is activated),
+and ``check worktree``, ``diff git:HEAD worktree --check`` and the verdict are read
+off what the two packages' own checks say. Nothing here names a verdict in advance
+but the edit's known consequence (``lifecycle_order``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from handoff_fsm.cli import main
+from handoff_fsm.model import KNOWN_VIOLATIONS, Revision
+from handoff_fsm.review import files as review_files_module
+from handoff_fsm.review.design import review_verdicts
+from handoff_fsm.review.verdict import HEADING, MAX_LINES, gate_failures
+from handoff_fsm.verify import verdicts
+from handoff_fsm.verify.rules import Invariant
+from handoff_fsm.verify.system import Property
+from handoff_fsm.verify.verdicts import judge
+
+ROOT = Path(__file__).resolve().parents[1]
+GUARD = "held.to(releasing, cond=\"In('activated')\")"
+UNSAFE = "held.to(releasing, cond=\"In('transferred')\")"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def unsafe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository of the package as it is, with the unsafe edit in its work tree."""
+    if shutil.which("git") is None:
+        pytest.fail("git is needed for git: and worktree sides")
+    repo = tmp_path_factory.mktemp("unsafe")
+    shutil.copytree(
+        ROOT / "handoff_fsm",
+        repo / "handoff_fsm",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    _git(repo, "init", "--quiet")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "--quiet", "-m", "as it is")
+    chart = repo / "handoff_fsm" / "chart.py"
+    text = chart.read_text(encoding="utf-8")
+    assert text.count(GUARD) == 1
+    chart.write_text(text.replace(GUARD, UNSAFE), encoding="utf-8")
+    return repo
+
+
+# ---------------------------------------------------------------------- declarations
+
+
+def test_every_declared_violation_names_a_judged_property() -> None:
+    names = {p.value for p in Property} | {i.value for i in Invariant}
+    for revision, declared in KNOWN_VIOLATIONS.items():
+        assert set(declared) <= names, revision
+        assert all(len(reason) > 40 for reason in declared.values())
+    assert set(KNOWN_VIOLATIONS) == set(Revision)
+    assert "cancel_stops_decode" in KNOWN_VIOLATIONS[Revision.SEED]
+
+
+def test_this_package_passes_its_gate_only_with_its_declarations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    judged = review_verdicts()
+    assert gate_failures(judged) == []
+    seed = next(v for v in judged if v.revision == "seed")
+    assert [b.name for b in seed.known()] == ["cancel_stops_decode"]
+    monkeypatch.setattr(verdicts, "KNOWN_VIOLATIONS", {})
+    failures = gate_failures(judged)
+    assert len(failures) == 1 and "seed: cancel_stops_decode (property)" in failures[0]
+
+
+def test_review_check_exits_by_the_gate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The review itself is written as ever (tests/test_diagrams_commands.py); here only
+    what ``--check`` adds is judged, so the writing is left out."""
+    out = tmp_path / "REVIEW.md"
+    monkeypatch.setattr(review_files_module, "write_review", lambda *a, **k: [out])
+    assert main(["review", "-o", str(out)]) == 0
+    assert main(["review", "--check", "-o", str(out)]) == 0
+    assert "OK: nothing is broken beyond" in capsys.readouterr().out
+    monkeypatch.setattr(verdicts, "KNOWN_VIOLATIONS", {})
+    assert main(["review", "--check", "-o", str(out)]) == 1
+    assert "FAILED: seed: cancel_stops_decode (property) is violated" in capsys.readouterr().out
+    assert main(["review", "-o", str(out)]) == 0  # without --check it never gates
+
+
+# ---------------------------------------------------------------------- the verdict
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's anchors of the headings of ``markdown``."""
+    anchors = set()
+    for heading in re.findall(r"^#+ (.+)$", markdown, flags=re.MULTILINE):
+        words = heading.strip().lower()
+        anchors.add("".join(c for c in words if c.isalnum() or c in " -_").replace(" ", "-"))
+    return anchors
+
+
+def test_the_committed_review_opens_with_its_verdict() -> None:
+    review = (ROOT / "diagrams" / "REVIEW.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## .+$", review, flags=re.MULTILINE)
+    assert headings[0] == f"## {HEADING}"
+    start = review.index(f"## {HEADING}")
+    section = review[start : review.index("\n1. [", start)].rstrip("\n").splitlines()
+    assert len(section) <= MAX_LINES
+    text = "\n".join(section)
+    assert "**`handoff-fsm review --check` passes**" in text
+    assert "`cancel_stops_decode` (known)" in text and "**(new)**" not in text
+    assert "fixes `cancel_stops_decode`" in text  # the difference a976b2bf makes
+    links = re.findall(r"\]\(#([^)]+)\)", text)
+    assert links and set(links) <= _anchors(review), set(links) - _anchors(review)
+
+
+# ---------------------------------------------------------------------- a change
+
+
+def test_check_takes_a_side_as_diff_spells_it(
+    unsafe: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A ``git:`` or ``worktree`` side's check is its own package's, in its own process
+    (its output is this one's), so the captured output is the file descriptor's."""
+    capsys = capfd
+    monkeypatch.chdir(unsafe)
+    assert main(["check", "worktree:seed", "--order", "SourceFirst", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["revisions"] == ["seed"]
+    [report] = data["orders"]
+    assert "lifecycle_order" in {v["invariant"] for v in report["violations"]}
+    assert main(["check", "git:HEAD:seed", "--order", "SourceFirst"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("OK: every invariant holds")
+    assert main(["check", "a976b2bf", "--order", "SourceFirst", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["revisions"] == ["a976b2bf"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "seed", "--revision", "a976b2bf"],
+        ["check", "nonsense"],
+        ["check", "seed@nonsense"],
+        ["check", "git:no-such-revision"],
+    ],
+)
+def test_a_side_check_cannot_do_is_a_usage_error(
+    argv: list[str], unsafe: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(unsafe)
+    try:
+        status = main(argv)
+    except SystemExit as exited:
+        status = exited.code  # type: ignore[assignment]
+    assert status == 2
+
+
+@pytest.mark.requires("dot")  # -o draws the differences
+def test_diff_check_fails_the_unsafe_edit_and_names_what_it_breaks(
+    unsafe: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(unsafe)
+    out = tmp_path / "review"
+    argv = ["diff", "git:HEAD:seed", "worktree:seed", "--check", "-o", str(out)]
+    assert main(argv) == 1
+    printed = capsys.readouterr().out
+    assert "FAILED: B (seed) breaks lifecycle_order (invariant), which A keeps" in printed
+    markdown = (out / "DIFF.md").read_text(encoding="utf-8")
+    verdict = markdown[markdown.index(f"## {HEADING}") : markdown.index("## Differences")]
+    assert len(verdict.rstrip("\n").splitlines()) <= MAX_LINES
+    assert "--check` fails**" in verdict and "lifecycle_order" in verdict
+    assert re.search(r"\[\d+\]\(#difference-\d+[^)]*\) breaks `lifecycle_order`", verdict)
+    for link in re.findall(r"\]\(#([^)]+)\)", verdict):
+        assert link in _anchors(markdown), link
+    # The same edit, judged on its own: the work tree's gate names it too.
+    [after] = judge("worktree:seed", system=False, cwd=unsafe)
+    assert [f for f in gate_failures([after]) if "lifecycle_order" in f]
+
+
+def test_diff_check_passes_a_change_that_only_fixes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", "seed", "a976b2bf", "--check"]) == 0  # they differ, and that is fine
+    printed = capsys.readouterr().out
+    assert "OK: B breaks no invariant or system property that A keeps" in printed
+    assert main(["diff", "seed", "a976b2bf"]) == 1  # plain diff keeps its exit codes
+    capsys.readouterr()
+    assert main(["diff", "a976b2bf", "seed", "--check", "--json"]) == 1
+    check = json.loads(capsys.readouterr().out)["check"]
+    assert check["ok"] is False
+    assert check["failures"] == ["B (seed) breaks cancel_stops_decode (property), which A keeps"]
