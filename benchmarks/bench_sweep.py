@@ -7,10 +7,13 @@ side checks it got exactly the summaries of the others, so a broken side cannot 
 A cluster is started and warmed up (every worker has imported the simulator and run a small
 cell) before its clock starts, and stopped after it stops: the clock runs from the first
 submitted cell to the last result, in wall time, since running cells side by side is the
-point. The in-process side runs the same cells one after another in this process through
-the same function (:func:`~handoff_fsm.simulate.sweep.run_cell`): that is what the cells
-cost; one worker's wall time over it, less one, is the engine's overhead per cell
-(scheduling, moving arguments and results, the worker's bookkeeping).
+point. The engine's overhead is what one worker's sweep takes beyond the time its worker
+spent computing the cells, as Dask's own task stream records each task's ``compute`` span:
+scheduling, moving arguments and results, the worker's bookkeeping. (The in-process side,
+the same cells one after another here through the same function,
+:func:`~handoff_fsm.simulate.sweep.run_cell`, checks the summaries and is shown for
+scale: a worker process computes at its own speed, which on a shared machine differs
+from this one's by more than the overhead measured.)
 
 Targets: the 2-worker sweep at least 1.7x faster than the 1-worker one on a 2-core
 machine, and an overhead under 5% of a cell's time. A measurement means something only
@@ -19,16 +22,13 @@ with nothing heavy beside it. Run as a script to print the figures.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from distributed import Client, LocalCluster
-
-from handoff_fsm.simulate.sweep import Cell, Summary, grid, run_cell, run_cells
+from handoff_fsm.simulate.sweep import Cell, Summary, grid, local_client, run_cell, run_cells
 
 SPEEDUP_TARGET = 1.7
 OVERHEAD_TARGET = 0.05
@@ -56,26 +56,27 @@ def in_process(cells: Sequence[Cell]) -> tuple[float, list[Summary]]:
     return time.perf_counter() - started, summaries
 
 
-def on_cluster(cells: Sequence[Cell], workers: int) -> tuple[float, list[Summary]]:
-    """Seconds (wall) for a warm LocalCluster of ``workers`` processes to compute ``cells``."""
+def on_cluster(cells: Sequence[Cell], workers: int) -> tuple[float, float, list[Summary]]:
+    """Seconds (wall) for a warm LocalCluster of ``workers`` processes to compute ``cells``,
+    the seconds its workers spent computing them (Dask's own task stream: each task's
+    ``compute`` span), and the summaries."""
     done: dict[Cell, Summary] = {}
-    with (
-        LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with local_client(workers) as client:
         client.wait_for_workers(workers)
         client.run(_warm)
+        client.get_task_stream()  # starts recording
+        began = time.time()
         started = time.perf_counter()
         run_cells(client, cells, done.__setitem__)
         seconds = time.perf_counter() - started
-    return seconds, [done[cell] for cell in cells]
+        stream = client.get_task_stream(start=began)
+    computing = sum(
+        span["stop"] - span["start"]
+        for task in stream
+        for span in task["startstops"]
+        if span["action"] == "compute"
+    )
+    return seconds, computing, [done[cell] for cell in cells]
 
 
 def measure(handoffs: int = 10_000, count: int = 40) -> dict[str, Any]:
@@ -84,8 +85,8 @@ def measure(handoffs: int = 10_000, count: int = 40) -> dict[str, Any]:
     process, less one) and the ``overhead_ms_per_cell``."""
     cells = cells_of(handoffs, count)
     serial_s, expected = in_process(cells)
-    one_s, one = on_cluster(cells, 1)
-    two_s, two = on_cluster(cells, 2)
+    one_s, computing_s, one = on_cluster(cells, 1)
+    two_s, _, two = on_cluster(cells, 2)
     if not one == two == expected:
         raise AssertionError("the sides did not compute the same summaries")
     return {
@@ -93,10 +94,11 @@ def measure(handoffs: int = 10_000, count: int = 40) -> dict[str, Any]:
         "handoffs": handoffs,
         "in_process_s": serial_s,
         "one_worker_s": one_s,
+        "one_worker_computing_s": computing_s,
         "two_workers_s": two_s,
         "speedup": one_s / two_s,
-        "overhead": one_s / serial_s - 1.0,
-        "overhead_ms_per_cell": (one_s - serial_s) / len(cells) * 1e3,
+        "overhead": one_s / computing_s - 1.0,
+        "overhead_ms_per_cell": (one_s - computing_s) / len(cells) * 1e3,
     }
 
 
@@ -107,7 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ok = figures["speedup"] >= SPEEDUP_TARGET and figures["overhead"] < OVERHEAD_TARGET
     print(
         f"sweep of {figures['cells']} cells x {handoffs:,} handoffs: in process "
-        f"{figures['in_process_s']:.2f} s, 1 worker {figures['one_worker_s']:.2f} s, "
+        f"{figures['in_process_s']:.2f} s, 1 worker {figures['one_worker_s']:.2f} s "
+        f"(computing {figures['one_worker_computing_s']:.2f} s), "
         f"2 workers {figures['two_workers_s']:.2f} s; speed-up {figures['speedup']:.2f}x "
         f"(target >= {SPEEDUP_TARGET}), engine overhead {figures['overhead']:.1%} "
         f"({figures['overhead_ms_per_cell']:.1f} ms per cell; target < {OVERHEAD_TARGET:.0%})"

@@ -369,12 +369,12 @@ def simulate_row(profile: Profile) -> Row:
 
 def sweep_rows(profile: Profile) -> list[Row]:
     """``handoff-fsm sweep``'s cells on an embedded LocalCluster: 2 workers against 1 (wall
-    time: the speed-up, as a ratio of times), and 1 worker against the same cells run in
-    this process (the engine's overhead per cell)."""
+    time: the speed-up, as a ratio of times), and 1 worker's wall time against the time its
+    worker spent computing the cells (Dask's task stream): the engine's overhead per cell."""
     cells, handoffs = profile.sweep_cells, profile.sweep_handoffs
     size = f"{cells} cells of {handoffs:,} handoffs"
     speed = f"sweep, {size}: 2 workers' wall time / 1 worker's (speed-up >= 1.7{TIMES})"
-    overhead = f"sweep, {size}: 1 worker's wall time / the cells run in-process (overhead < 5%)"
+    overhead = f"sweep, {size}: 1 worker's wall time / its time computing the cells (overhead < 5%)"
     speed_target, overhead_target = 1.0 / 1.7, 1.05
     _progress(f"sweep of {size} on Dask, 1 and 2 workers")
     try:
@@ -398,8 +398,9 @@ def sweep_rows(profile: Profile) -> list[Row]:
         Row(
             overhead,
             f"{figures['one_worker_s']:.2f} s wall ({per_cell:.1f} ms per cell)",
-            f"{figures['in_process_s']:.2f} s wall",
-            figures["one_worker_s"] / figures["in_process_s"],
+            f"{figures['one_worker_computing_s']:.2f} s computing "
+            f"(in this process: {figures['in_process_s']:.2f} s)",
+            figures["one_worker_s"] / figures["one_worker_computing_s"],
             overhead_target,
         ),
     ]
