@@ -316,13 +316,18 @@ def figure(plot: Plot) -> Figure:
 
 def svg(plot: Plot) -> bytes:
     """The plot as SVG bytes, stamped with :func:`digest` (same data, same bytes)."""
+    return figure_svg(figure(plot), digest(plot))
+
+
+def figure_svg(fig: Figure, data_digest: str) -> bytes:
+    """A figure of these settings (:data:`RC`) as SVG bytes without a date, stamped with
+    the digest of the data it draws: every plot of the package is written this way."""
     import matplotlib  # noqa: PLC0415  # optional dependency, loaded only to draw
 
-    fig = figure(plot)
     out = io.BytesIO()
     with matplotlib.rc_context(dict(RC)):
         fig.savefig(out, format="svg", metadata=dict(SVG_METADATA))
-    return stamp_figure("svg", out.getvalue(), digest(plot), STAMP_KEY)
+    return stamp_figure("svg", out.getvalue(), data_digest, STAMP_KEY)
 
 
 def _plain_ms() -> Formatter:

@@ -14,7 +14,6 @@ matplotlib; matplotlib is imported only to draw.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -24,13 +23,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from handoff_fsm.render.plots import (
     RC,
-    STAMP_KEY,
-    SVG_METADATA,
     Plot,
     drawing_code,
+    figure_svg,
     require_matplotlib,
 )
-from handoff_fsm.render.stamp import stamp as stamp_figure
 from handoff_fsm.simulate.sweep_report import (
     LEVEL,
     Metric,
@@ -197,10 +194,4 @@ def figure(plot: Plot) -> Figure:
 
 def svg(plot: Plot) -> bytes:
     """The plot as SVG bytes, stamped with :func:`digest` (same data, same bytes)."""
-    import matplotlib  # noqa: PLC0415  # optional dependency, loaded only to draw
-
-    fig = figure(plot)
-    out = io.BytesIO()
-    with matplotlib.rc_context(dict(RC)):
-        fig.savefig(out, format="svg", metadata=dict(SVG_METADATA))
-    return stamp_figure("svg", out.getvalue(), digest(plot), STAMP_KEY)
+    return figure_svg(figure(plot), digest(plot))
