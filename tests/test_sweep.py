@@ -466,3 +466,42 @@ def test_the_docs_show_the_committed_sweep_s_table() -> None:
     (run,) = [line for line in makefile.splitlines() if line.startswith("SWEEP_RUN := ")]
     recipe = f"handoff-fsm sweep {run.removeprefix('SWEEP_RUN := ')} -o docs/figures/sweep"
     assert f"\n{recipe}\n" in page  # the command the page shows is the recipe's
+
+
+def _progress_of(tmp_path: Path, name: str, *, terminal: bool) -> str:
+    """What a real ``handoff-fsm sweep`` of two small cells writes on stderr, to a
+    terminal (a pseudo-terminal) or to a pipe."""
+    import pty  # noqa: PLC0415  # POSIX only, as the whole suite
+
+    argv = [sys.executable, "-m", "handoff_fsm", "sweep", "--handoffs", "50"]
+    argv += ["--seeds", "0-1", "--workers", "1", "-o", str(tmp_path / name)]
+    env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
+    if not terminal:
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=secondary, env=env)
+    os.close(secondary)
+    said = b""
+    while True:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:  # the other end closed: the process is done writing
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(primary)
+    assert process.wait(timeout=120) == 0, said
+    return said.decode("utf-8", "replace")
+
+
+def test_progress_is_a_bar_on_a_terminal_and_plain_lines_off_one(tmp_path: Path) -> None:
+    plain = _progress_of(tmp_path, "plain", terminal=False)
+    lines = [line for line in plain.splitlines() if "/2 " in line]
+    assert [line.split()[2] for line in lines] == ["1/2", "2/2"], plain
+    assert "\x1b[" not in plain  # no terminal codes into a file or a pipe
+    bar = _progress_of(tmp_path, "bar", terminal=True)
+    assert "sweeping" in bar and "\x1b[" in bar, bar  # rich's bar, drawn with escapes
+    assert not any(line.startswith("handoff-fsm sweep: 1/2") for line in bar.splitlines())
