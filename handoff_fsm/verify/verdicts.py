@@ -154,12 +154,13 @@ def judge(
     if spec.in_process:
         return _judged_here(spec, system)
     where = Path.cwd() if cwd is None else cwd
+    revision = ["--revision", spec.revision or "both"]
+    engine = [] if spec.engine is None else ["--engine", spec.engine]
+    commands = [["check", *revision, *engine, "--json"]]
+    if system:  # the system check runs the compiled coordinator, whatever the side's engine
+        commands.append(["check", *revision, "--system", "--json"])
     with ExitStack() as stack:
         root, what = side_package(spec, where, stack)
-        arguments = _arguments(spec)
-        commands = [["check", *arguments, "--json"]]
-        if system:
-            commands.append(["check", *arguments, "--system", "--json"])
         outputs = _run_all(spec, root, what, commands)
     return read_verdicts(side, outputs[0], outputs[1] if system else None)
 
@@ -182,13 +183,6 @@ def _environment() -> dict[str, str]:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     environment["PYTHONDONTWRITEBYTECODE"] = "1"
     return environment
-
-
-def _arguments(spec: SideSpec) -> list[str]:
-    arguments = ["--revision", spec.revision or "both"]
-    if spec.engine is not None:
-        arguments += ["--engine", spec.engine]
-    return arguments
 
 
 @cache
@@ -260,9 +254,12 @@ def paired(
 
 
 def new_breaks(a: RevisionVerdict | None, b: RevisionVerdict) -> tuple[Broken, ...]:
-    """What B breaks that A does not (everything, without an A)."""
-    before = frozenset() if a is None else a.violated
-    return tuple(broken for broken in b.broken if broken.name not in before)
+    """What B breaks that A does not (everything, without an A): among what A was judged
+    on, so an invariant or property that A's package does not know is not counted."""
+    if a is None:
+        return b.broken
+    judged = {*a.invariants, *(a.properties or ())}
+    return tuple(x for x in b.broken if x.name not in a.violated and x.name in judged)
 
 
 def fixed(a: RevisionVerdict | None, b: RevisionVerdict) -> tuple[Broken, ...]:
