@@ -13,7 +13,6 @@ only compares.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,6 +35,7 @@ from handoff_fsm.verify.diff.sides import (
     isolated_command,
     opened_sides,
     parse_side,
+    side_environment,
     side_package,
 )
 from handoff_fsm.verify.exploration import explore
@@ -174,15 +174,11 @@ def run_side_command(spec: SideSpec, argv: Sequence[str], cwd: Path | None = Non
         root, _ = side_package(spec, where, stack)
         sys.stdout.flush()
         return subprocess.run(
-            isolated_command(root, CHECK_PROGRAM, *argv), cwd=where, env=_environment(), check=False
+            isolated_command(root, CHECK_PROGRAM, *argv),
+            cwd=where,
+            env=side_environment(),
+            check=False,
         ).returncode
-
-
-def _environment() -> dict[str, str]:
-    """A side's environment: no ``PYTHON*`` variable reaches its interpreter."""
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    environment["PYTHONDONTWRITEBYTECODE"] = "1"
-    return environment
 
 
 @cache
@@ -213,7 +209,7 @@ def _run_all(
         subprocess.Popen(
             isolated_command(root, CHECK_PROGRAM, *command),
             cwd=root,
-            env=_environment(),
+            env=side_environment(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )

@@ -180,6 +180,14 @@ def isolated_command(root: Path, source: str, *args: str) -> list[str]:
     return [sys.executable, *_ISOLATED, "-c", program, *args]
 
 
+def side_environment() -> dict[str, str]:
+    """A side's environment: this one without any ``PYTHON*`` variable (which would point
+    the side's interpreter elsewhere), writing no bytecode into the side's package."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    environment["PYTHONDONTWRITEBYTECODE"] = "1"
+    return environment
+
+
 class SubprocessSide:
     """A package at ``root`` driven by the diff driver in a subprocess (JSON lines).
 
@@ -194,14 +202,10 @@ class SubprocessSide:
         """What the process runs, for messages (``commit 3f2a1b0c9d8e``)."""
         self._spare = SubprocessSide(spec, root, where, spare=False) if spare else None
         self._errors: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        environment = {
-            key: value for key, value in os.environ.items() if not key.startswith("PYTHON")
-        }
-        environment["PYTHONDONTWRITEBYTECODE"] = "1"
         self._process = subprocess.Popen(
             isolated_command(root, _DRIVER_SOURCE, json.dumps([spec.engine, spec.revision])),
             cwd=root,
-            env=environment,
+            env=side_environment(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._errors,
