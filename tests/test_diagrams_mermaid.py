@@ -154,7 +154,10 @@ def test_regions_nest_unless_a_transition_touches_a_nested_composite() -> None:
     # Mermaid bug #4052: such a transition crashes the layout, so the regions go flat.
     model = describe_chart()
     assert regions_can_nest(model)
-    assert 'state "Source" as source {' in statechart_mermaid(model)
+    nested = statechart_mermaid(model)
+    assert 'state "Source" as source {' in nested
+    assert 'as active {\n        direction LR\n        state "Source" as source {' in nested
+    assert "\n        --\n" not in nested  # the region boxes stacked, not side by side
     touching = Edge(
         index=len(model.edges),
         source="complete",
@@ -175,6 +178,7 @@ def test_regions_nest_unless_a_transition_touches_a_nested_composite() -> None:
     flat = statechart_mermaid(changed)
     assert 'state "Source" as source {' not in flat
     assert "[*] --> source_idle : Source" in flat
+    assert "\n        --\n" in flat and "direction LR" not in flat
 
 
 def test_sequence_diagrams_declare_every_participant_and_show_every_message() -> None:

@@ -48,7 +48,7 @@ from handoff_fsm.simulate.scenarios import scenario_runs
 from handoff_fsm.simulate.trace import TraceWriter
 from handoff_fsm.structure import EdgeKind, EventKind, describe_chart, revision_chart
 from handoff_fsm.structure.chartdiff import Status
-from handoff_fsm.structure.describe import ChartModel, effect_text, input_events
+from handoff_fsm.structure.describe import ChartModel, StateKind, effect_text, input_events
 from handoff_fsm.structure.transitions import (
     fired_in_order,
     revision_specific_transitions,
@@ -256,11 +256,42 @@ def test_no_two_labels_of_a_chart_overlap(revision: Revision | None) -> None:
 # ---------------------------------------------------------------------- 9. width and words
 
 
+def _parallel_bodies(source: str) -> dict[str, list[str]]:
+    """Each parallel state's id -> its body's own lines (not those inside its boxes), stripped."""
+    bodies: dict[str, list[str]] = {}
+    opened: list[str | None] = []  # the enclosing blocks: a parallel state's id, or None
+    for line in (raw.strip() for raw in source.splitlines()):
+        if opened and opened[-1] is not None and line != "}":
+            bodies[opened[-1]].append(line)
+        if match := re.fullmatch(r'state ".* \(parallel\)" as (\w+) \{', line):
+            opened.append(match[1])
+            bodies[match[1]] = []
+        elif line.endswith("{"):
+            opened.append(None)
+        elif line == "}":
+            opened.pop()
+    assert not opened
+    return bodies
+
+
 def test_the_mermaid_statechart_reads_top_to_bottom() -> None:
+    # Down the page (``direction TB``), a parallel state's regions one under the other:
+    # its body alone is laid ``direction LR``, where Mermaid stacks the region boxes it
+    # holds, in order; a ``--`` separator would put the regions side by side.
     for model in (describe_chart(), *(revision_chart(r) for r in Revision)):
         source = statechart_mermaid(model)
         assert "\n    direction TB\n" in source
-        assert "direction LR" not in source
+        bodies = _parallel_bodies(source)
+        parallel = [s for s in model.states if s.kind is StateKind.PARALLEL]
+        assert sorted(bodies) == sorted(s.id for s in parallel) != []
+        assert [line.strip() for line in source.splitlines()].count("direction LR") == len(parallel)
+        for state in parallel:
+            body = bodies[state.id]
+            regions = [c.id for c in model.children(state.id)]
+            assert body[0] == "direction LR"
+            assert [line.rpartition(" as ")[2] for line in body[1:]] == [
+                f"{region} {{" for region in regions
+            ]  # nothing but each region's box, in document order (no ``--`` between them)
 
 
 def _chart_diff() -> tuple[str, Any]:
@@ -271,7 +302,7 @@ def _chart_diff() -> tuple[str, Any]:
 
 
 @pytest.mark.requires("dot")
-def test_the_chart_diff_reads_top_to_bottom_as_the_chart_does() -> None:
+def test_the_chart_diff_reads_down_a_page_s_column_its_regions_stacked() -> None:
     dot, _ = _chart_diff()
     assert "rankdir=TB" in dot
     layout = json.loads(graphviz.Source(dot).pipe(format="json"))
@@ -282,12 +313,17 @@ def test_the_chart_diff_reads_top_to_bottom_as_the_chart_does() -> None:
     }
     active, cleaning = boxes["cluster_active"], boxes["cluster_cleaning_up"]
     assert cleaning[3] < active[1]  # cleaning_up below active (y grows upwards)
-    regions = [boxes[f"cluster_{r}"] for r in ("source", "destination", "transfer")]
-    assert [r[0] for r in regions] == sorted(r[0] for r in regions)  # side by side, in order
-    assert all(r[1] < other[3] and other[1] < r[3] for r, other in itertools.pairwise(regions))
+    for phase, names in (
+        ("active", ("source", "destination", "transfer")),
+        ("cleaning_up", ("source_cleanup", "destination_cleanup")),
+    ):
+        regions = [boxes[f"cluster_{r}"] for r in names]
+        for upper, lower in itertools.pairwise(regions):  # one under the other, in order
+            assert lower[3] < upper[1], phase
     svg = graphviz.Source(dot).pipe(format="svg")
     width, height = _svg_size(svg)
-    assert width < height  # taller than wide: it reads down a page's column
+    assert width <= 900 * 0.75  # 900 px (a page's column) at its natural size
+    assert 2 * width < height  # it reads down a page's column
     assert overlapping(dot) == []
 
 

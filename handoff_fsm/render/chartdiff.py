@@ -3,11 +3,13 @@
 Rule kept here: the picture draws what :func:`~handoff_fsm.structure.chart_diff`
 found and nothing else, drawn by the chart's own writer
 (:func:`~handoff_fsm.render.dot.diff_dot`), so it is laid out like every other chart
-(top to bottom, regions side by side, phases stacked) and worded like it: every row
-is made by :mod:`~handoff_fsm.render.words` from the diff's data (``completion =
-Success``, ``ack prefill_submitted: Submitted``), never from raw names. This module
-only turns the diff into the union of both charts (B's states and transitions, with
-A's removed ones where they were) and the marks of each part: added parts green,
+(top to bottom, each region a column, phases stacked; being read down ``DIFF.md``'s
+column, it stacks a parallel state's regions too, see :mod:`~handoff_fsm.render.dot`)
+and worded like it: every row is made by :mod:`~handoff_fsm.render.words` from the
+diff's data (``completion = Success``, ``ack prefill_submitted: Submitted``), never
+from raw names. This module only turns the diff into the union of both charts (B's
+states and transitions, with A's removed ones where they were) and the marks of each
+part: added parts green,
 removed parts red and dashed, changed parts amber with what they were (``~ was …``),
 gained and lost entry rows marked ``+`` and ``-``, the rest grey; the legend
 (:mod:`~handoff_fsm.render.legend`) says so. Colours come from

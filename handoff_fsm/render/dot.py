@@ -16,7 +16,13 @@ Layout: top to bottom (``rankdir=TB``), so the picture stays narrow enough to
 read at a web page's width: each region is a column read downwards, the
 regions of a parallel state stand side by side in document order, later
 phases (``cleaning_up``) sit below earlier ones, and a top-level atomic state
-(``complete``) sits beside the last phase. A labelled transition is drawn
+(``complete``) sits beside the last phase. Side by side, a whole configuration (a
+state in each region) is in view at once, which the pages stepping through a trace
+need (:mod:`~handoff_fsm.render.livechart`). A structural diff is read down a
+document's column instead (``DIFF.md``), so it is drawn *stacked*: the regions of a
+parallel state one under the other in document order, ``complete`` below the last
+phase, the legend in one column, and the picture is as wide as one region, however
+many a parallel state has. A labelled transition is drawn
 through a node of its own that holds the label (``__via_<index>__``), unless it
 crosses from one region into another (Graphviz places that label): Graphviz keeps
 nodes apart and inside their cluster, so those labels never overlap and none sits on
@@ -159,8 +165,9 @@ def statechart_graph(
 
 
 def diff_dot(union: ChartModel, marks: DiffMarks) -> str:
-    """The union of two charts as DOT, each part drawn in its diff status's colours."""
-    source: str = _Writer(union, None, ids=False, diff=marks).graph().source
+    """The union of two charts as DOT, each part drawn in its diff status's colours,
+    stacked (see the module's layout)."""
+    source: str = _Writer(union, None, ids=False, diff=marks, stacked=True).graph().source
     return source
 
 
@@ -168,7 +175,7 @@ def drawn_marks(
     model: ChartModel, highlight: Highlight | None = None, diff: DiffMarks | None = None
 ) -> frozenset[Key]:
     """Every kind of mark the picture of ``model`` draws: what its legend explains."""
-    writer = _Writer(model, highlight, ids=False, diff=diff)
+    writer = _Writer(model, highlight, ids=False, diff=diff, stacked=diff is not None)
     writer.graph()
     return frozenset(writer.used)
 
@@ -194,7 +201,8 @@ def _cluster(state_id: str) -> str:
 
 
 def _order_node(state_id: str) -> str:
-    """The invisible node atop a parallel state that orders its regions."""
+    """The invisible node atop a parallel state that orders its regions (side by side,
+    or the first one below it when stacked)."""
     return f"__order_{state_id}__"
 
 
@@ -219,11 +227,13 @@ class _Writer:
         *,
         ids: bool,
         diff: DiffMarks | None = None,
+        stacked: bool = False,
     ) -> None:
         self.model = model
         self.hl = highlight
         self.ids = ids
         self.diff = diff
+        self.stacked = stacked  # regions one under the other (see the module's layout)
         self.used: set[Key] = set()
 
     # -- structure -----------------------------------------------------------
@@ -276,7 +286,7 @@ class _Writer:
         }
         with g.subgraph(name="cluster___chart__", graph_attr=chart_attrs) as chart:
             self._chart(chart)
-        g.attr(label=statechart_legend(self.used))
+        g.attr(label=statechart_legend(self.used, one_column=self.stacked))
         return g
 
     def _chart(self, g: Any) -> None:
@@ -325,16 +335,38 @@ class _Writer:
         finals = [leaf for leaf in leaves if leaf.final]
         return (finals[0] if finals else leaves[-1]).id
 
+    def _ends(self, region: StateNode) -> list[str]:
+        """The leaves a region column ends at: its lowest, and every other one no
+        transition leaves (a final state such as ``untouched``)."""
+        left = {
+            edge.source
+            for edge in self.model.edges
+            if edge.kind is not EdgeKind.REJECTION and edge.target != edge.source
+        }
+        bottom = self._bottom(region)
+        leaves = [c.id for c in self.model.children(region.id) if not c.is_cluster]
+        return [bottom, *(leaf for leaf in leaves if leaf not in left and leaf != bottom)]
+
+    def _start(self, region: StateNode) -> str:
+        """The node atop a region column: its initial marker, else its first state."""
+        if any(c.initial for c in self.model.children(region.id)):
+            return f"__initial_{region.id}__"
+        return self._top(region)
+
     def _top(self, state: StateNode) -> str:
         """The node at the top of a cluster: its region-ordering node, or its first state."""
         return _order_node(state.id) if state.kind is StateKind.PARALLEL else self._anchor_in(state)
 
     def _arrange(self, g: Any) -> None:
-        """Regions side by side, phases stacked, ``complete`` beside the last phase.
+        """Regions side by side, phases stacked, ``complete`` beside the last phase (when
+        stacked: regions stacked too, ``complete`` below the last phase).
 
         Every constraint is an invisible edge or a ``rank=same`` group, so the
         picture shows only the chart; they only tell Graphviz where things go.
         """
+        if self.stacked:
+            self._arrange_stacked(g)
+            return
         phases = self._phases()
         for upper, lower in itertools.pairwise(phases):
             # The lower phase starts below every region of the upper one: at the label of
@@ -359,6 +391,40 @@ class _Writer:
             if not self.model.state(s).is_cluster and self.model.state(s).final
         ]
         self._row(g, [*bottoms, *finals])
+
+    def _arrange_stacked(self, g: Any) -> None:
+        """Each parallel state's regions one under the other, in document order, the
+        phases below one another, final top-level states below the last phase."""
+        for state in self.model.states:
+            if state.kind is StateKind.PARALLEL:
+                # The first region hangs below the node atop the state, each next one
+                # below every leaf the one above it ends at.
+                above = [_order_node(state.id)]
+                for region in self._regions(state):
+                    for node in above:
+                        g.edge(node, self._start(region), style="invis")
+                    above = self._ends(region)
+        phases = self._phases()
+        for upper, lower in itertools.pairwise(phases):
+            # The lower phase starts below the upper one's last (lowest) region: at the
+            # label of the transition between them when there is one, else at its top.
+            joints = [
+                _via(edge)
+                for edge in self.model.edges
+                if (edge.source, edge.target) == (upper.id, lower.id)
+            ]
+            target = joints[0] if joints else self._top(lower)
+            for end in self._ends(self._regions(upper)[-1]):
+                g.edge(end, target, style="invis")
+        if not phases:
+            return
+        # Final top-level states below the last phase; the others (a976b2bf's decoding)
+        # beside the phases, where their transitions lead.
+        bottom = self._anchor_out(phases[-1])
+        for state_id in self.model.top_level:
+            state = self.model.state(state_id)
+            if state.final and not state.is_cluster:
+                g.edge(bottom, state_id, style="invis")
 
     @staticmethod
     def _row(g: Any, nodes: list[str]) -> None:
@@ -432,7 +498,12 @@ class _Writer:
                     attrs["style"] = style + ",dashed"
         with g.subgraph(name=_cluster(state.id), graph_attr=attrs) as cluster:
             children = self.model.children(state.id)
-            if state.kind is StateKind.PARALLEL:
+            if state.kind is StateKind.PARALLEL and self.stacked:
+                # Transitions into the state end here; its first region hangs below it
+                # (:meth:`_arrange_stacked`).
+                order = _order_node(state.id)
+                cluster.node(order, shape="point", width="0", height="0", style="invis")
+            elif state.kind is StateKind.PARALLEL:
                 # Graphviz keeps the out-edges of an ``ordering=out`` node left to right as
                 # written: the regions stand side by side in document order.
                 order = _order_node(state.id)
@@ -645,8 +716,8 @@ class _Writer:
             into = dict(line, arrowhead="none")
             if source.is_cluster:
                 into["ltail"] = _cluster(source.id)
-                if source == self._phases()[-1]:  # ``complete`` sits beside it, not below
-                    into["constraint"] = "false"
+                if source == self._phases()[-1] and not self.stacked:
+                    into["constraint"] = "false"  # ``complete`` sits beside it, not below
             g.edge(self._anchor_out(source), _via(edge), **into)
             g.edge(_via(edge), target.id, **line)
             return
@@ -661,7 +732,7 @@ class _Writer:
             attrs["lhead"] = _cluster(target.id)
         if source.parent is None and source.is_cluster:
             # Leaving a phase for a top-level state (``complete``): where that state sits
-            # is decided by :meth:`_arrange`, beside the last phase.
+            # is decided by :meth:`_arrange`, beside the last phase (stacked: below it).
             attrs["constraint"] = "false"
         g.edge(self._anchor_out(source), self._anchor_in(target), **attrs)
 
@@ -682,14 +753,16 @@ class _Writer:
         target = self.model.state(edge.target)
         joint = _via(edge)
         g.node(joint, label=label or plain(""), shape="plaintext", fontsize="10", margin="0.02")
-        tail = self._bottom(self._regions(source)[0])
+        regions = self._regions(source)  # from the bottom of the leftmost, or lowest
+        tail = self._bottom(regions[-1] if self.stacked else regions[0])
         g.edge(tail, joint, **attrs, arrowhead="none", ltail=_cluster(source.id))
         g.edge(joint, self._top(target), **attrs, lhead=_cluster(target.id))
 
     def _anchor_out(self, state: StateNode) -> str:
         """Where a transition leaving a cluster starts: the bottom of its last region.
 
-        The last region's column is the one beside ``complete`` (see :meth:`_arrange`).
+        The last region's column is the one beside ``complete`` (see :meth:`_arrange`);
+        stacked, it is the lowest region, above ``complete``.
         """
         return state.id if not state.is_cluster else self._bottom(self._regions(state)[-1])
 

@@ -246,9 +246,12 @@ def _column(heading: str, rows: list[str]) -> str:
     )
 
 
-def statechart_legend(used: Collection[Key]) -> str:
+def statechart_legend(used: Collection[Key], *, one_column: bool = False) -> str:
     """The legend of a picture that drew ``used``, as an HTML-like label, in columns.
 
+    Two columns under a chart whose regions stand side by side; with ``one_column``, its
+    groups one under the other, under a chart whose regions are stacked
+    (:func:`~handoff_fsm.render.dot.diff_dot`), so it is no wider than that chart.
     Raises ``KeyError`` for a key with no row, so a new kind of mark cannot be drawn
     unexplained.
     """
@@ -259,6 +262,15 @@ def statechart_legend(used: Collection[Key]) -> str:
     for key, row in _ROWS.items():  # the legend's own order, whatever order they were drawn
         if key in used:
             groups[row.column].append(_row(key))
+    title = _font("How to read it", bold=True)
+    table = f'<table border="1" color="{MUTED}" cellborder="0" cellspacing="4" cellpadding="2">'
+    if one_column:  # the label rows second, the trace's or the diff's marks last
+        cells = "".join(
+            f"<tr><td>{_column(_HEADINGS[group], groups[group])}</td></tr>"
+            for group in range(len(_HEADINGS))
+            if groups[group]
+        )
+        return html(f'{table}<tr><td align="left">{title}</td></tr>{cells}</table>')
     # Two columns, so the legend is never wider than the chart: the label rows on the
     # right, everything else on the left, the trace's or the diff's marks last.
     left = "".join(
@@ -274,9 +286,5 @@ def statechart_legend(used: Collection[Key]) -> str:
     ]
     cells = "".join(f'<td valign="top">{column}</td>' for column in columns if column)
     shown = sum(1 for column in columns if column)
-    title = _font("How to read it", bold=True)
     heading = f'<tr><td colspan="{shown}" align="left">{title}</td></tr>'
-    return html(
-        f'<table border="1" color="{MUTED}" cellborder="0" cellspacing="4" cellpadding="2">'
-        f"{heading}<tr>{cells}</tr></table>"
-    )
+    return html(f"{table}{heading}<tr>{cells}</tr></table>")

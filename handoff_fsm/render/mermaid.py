@@ -2,22 +2,31 @@
 
 Rule kept here: same chart, same words as the DOT picture (every row comes from
 :mod:`handoff_fsm.render.words`, line for line as the DOT picture breaks it), written
-in the subset of Mermaid that parses *and draws* with Mermaid 11 and 12. It reads
-top to bottom (``direction TB``), with the spacing between states tightened in the
-file's own front matter (``config: state: nodeSpacing``) and each label broken
-into its lines (``<br>``, the one markup written here; a label's text is escaped by
-:func:`mermaid_text`), so the regions of a parallel state, which Mermaid always puts
-side by side, stay narrow enough for a web page's column.
+in the subset of Mermaid that parses *and draws* with Mermaid 11 and 12, and read top
+to bottom down a web page's column: the chart flows downwards (``direction TB``), each
+label broken into its lines (``<br>``, the one markup written here; a label's text is
+escaped by :func:`mermaid_text`), and the regions of a parallel state stacked one
+under the other, in document order, instead of side by side.
+
+How the regions stack: each region is a named composite inside its parallel state,
+and the parallel state's body says ``direction LR``. No transition joins two regions
+(cross-region ordering is written as ``In(...)`` guards), so Mermaid lays the parallel
+state out as a graph of its own in that direction, where unconnected regions share
+one rank: left to right, one rank is one column, so the regions stand one under the
+other, and each region's inside, laid out across its parent's direction, reads top to
+bottom again. In that direction the room above the first region is the spacing
+between states, so the file's front matter sets ``nodeSpacing`` (:data:`SPACING`)
+wide enough for the region to clear its parallel state's title; ``rankSpacing``, the
+gap down the chart, stays tight.
 
 Mermaid bug #4052: a transition to or from a composite state nested inside a
 ``--`` concurrent region crashes the layout ("Cannot set properties of
-undefined (setting 'rank')"; Mermaid 11.17.2 still has it). Each region is
-drawn as a named composite inside its parallel state only while no
-transition touches a composite below the top level, which holds for the
-handoff chart (cross-region ordering is written as ``In(...)`` guards, not
-edges). Should a chart ever add such a transition, the regions are written
-flat between the ``--`` separators instead (the region's name then labels its
-initial arrow), so the file still draws.
+undefined (setting 'rank')"; Mermaid 11.17.2 still has it). The regions are written
+as composites only while no transition touches a composite below the top level,
+which holds for the handoff chart. Should a chart ever add such a transition, the
+regions are written flat between ``--`` separators instead (the region's name then
+labels its initial arrow, and Mermaid puts those regions side by side), so the file
+still draws.
 """
 
 from __future__ import annotations
@@ -36,8 +45,11 @@ from handoff_fsm.structure.describe import ChartModel, Edge, EdgeKind, StateKind
 _INDENT = "    "
 _BREAK: Final = "<br>"
 """A line break inside a label (Mermaid draws it; it is never written from a label's text)."""
-SPACING: Final = (("nodeSpacing", 20), ("rankSpacing", 36))
-"""Mermaid's state-diagram spacing (its defaults are 50 and 50), in the file's front matter."""
+SPACING: Final = (("nodeSpacing", 50), ("rankSpacing", 36))
+"""Mermaid's state-diagram spacing (its defaults are 50 and 50), in the file's front matter.
+
+``nodeSpacing`` is also the room above a stacked region (see the module's rule): any
+less and the first region's box cuts into its parallel state's title."""
 
 
 _ENTITIES = {
@@ -76,7 +88,8 @@ def mermaid_text(text: str) -> str:
 
 
 _WORKAROUND = {
-    True: "Regions are composites: no transition touches one (Mermaid bug #4052).",
+    True: "Regions are composites stacked by `direction LR` in their parallel state: "
+    "no transition touches one (Mermaid bug #4052).",
     False: "Regions are written flat between `--`: a transition touches a nested "
     "composite, which crashes Mermaid (bug #4052).",
 }
@@ -131,13 +144,15 @@ def _state(model: ChartModel, state: StateNode, depth: int, out: list[str], nest
         return
     if state.kind is StateKind.PARALLEL:
         out.append(f'{pad}state "{mermaid_text(state.label)} (parallel)" as {state.id} {{')
+        if nest:  # the regions stacked: see the module's rule
+            out.append(f"{pad}{_INDENT}direction LR")
         for index, region in enumerate(model.children(state.id)):
-            if index:
-                out.append(f"{pad}{_INDENT}--")
             if nest:
                 _state(model, region, depth + 1, out, nest)
-            else:
-                _region_body(model, region, depth + 1, out, nest)
+                continue
+            if index:
+                out.append(f"{pad}{_INDENT}--")
+            _region_body(model, region, depth + 1, out, nest)
         out.append(f"{pad}}}")
         return
     out.append(f'{pad}state "{mermaid_text(state.label)}" as {state.id} {{')
