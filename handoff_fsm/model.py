@@ -103,6 +103,9 @@ KNOWN_VIOLATIONS: Final[Mapping[Revision, Mapping[str, str]]] = MappingProxyType
 """What each revision is known to break, by invariant or system property name, with the
 reason: a design review shows these as known, and ``review --check`` fails only on the
 others (docs/diagrams-and-review.md)."""
+VERDICT_LOSSES: Final = 1
+"""The lost messages a written verdict (REVIEW.md, DIFF.md) judges each system property's
+tolerance with, unless told otherwise (``--losses N``); the gates judge no loss."""
 
 
 _Member = TypeVar("_Member", bound=StrEnum)

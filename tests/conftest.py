@@ -4,17 +4,27 @@
 tool: it is skipped with the reason when the tool is missing, and under
 ``HANDOFF_FSM_REQUIRE_ALL=1`` (``make test``, ``.ci/run``) every skip fails the run
 (see tests/requirements.py).
+
+Verdicts are kept (handoff_fsm.verify.cache) in one folder of this run, shared by its
+pytest workers and every process they start, and never in the user's own cache: each
+run judges every package it meets once, from nothing.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from handoff_fsm.coordinator import ENGINES, Engine
+from handoff_fsm.verify import cache
 from tests import requirements
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 pytest_plugins = ("pytester",)
 
@@ -47,6 +57,29 @@ def pytest_make_collect_report(
     report = yield
     requirements.as_failure(report)
     return report
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kept_verdicts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``$HANDOFF_FSM_CACHE`` for this run: beside the workers' own temporary folders."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    before = os.environ.get(cache.ENVIRONMENT)
+    os.environ[cache.ENVIRONMENT] = str(shared / "kept-verdicts")
+    yield
+    if before is None:
+        del os.environ[cache.ENVIRONMENT]
+    else:
+        os.environ[cache.ENVIRONMENT] = before
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium (tests/browser.py), one per test module that asks for it."""
+    from tests.browser import chromium  # noqa: PLC0415 - Playwright only where it is asked for
+
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(params=ENGINES)

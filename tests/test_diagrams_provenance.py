@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from handoff_fsm.review import DIAGRAMS_DIR, REVIEW_NAME, review_markdown
 from handoff_fsm.review import provenance as provenance_module
 from handoff_fsm.review.provenance import GitState, Provenance, git_state, provenance
 from handoff_fsm.structure import describe_chart
+from tests.gitrepo import git
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / DIAGRAMS_DIR
@@ -52,13 +52,6 @@ def test_a_stamp_with_git_names_the_commit_and_whether_it_is_dirty() -> None:
     ]
 
 
-def _git(repo: Path, *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    )
-    return result.stdout.strip()
-
-
 @pytest.fixture
 def repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A git repository holding a stand-in package, which the stamp then reports on."""
@@ -67,15 +60,15 @@ def repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     package.mkdir(parents=True)
     (package / "code.py").write_text("x = 1\n")
     (repo / "README").write_text("readme\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "one")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
     monkeypatch.setattr(provenance_module, "PACKAGE_DIR", package)
     return repo
 
 
 def test_git_state_reports_the_commit_and_only_the_packages_changes(repository: Path) -> None:
-    head = _git(repository, "rev-parse", "HEAD")
+    head = git(repository, "rev-parse", "HEAD").strip()
     assert git_state() == GitState(head, dirty=False)
     (repository / "README").write_text("changed\n")  # outside the package: still clean
     assert git_state() == GitState(head, dirty=False)
@@ -93,10 +86,10 @@ def test_without_a_repository_or_git_there_is_no_commit(
 
 
 @pytest.mark.requires("dot")  # the review writes the figures it links beside it
-def test_the_review_command_prints_the_commit_and_writes_it_only_with_git(
+def test_the_review_command_prints_the_commit_and_writes_it_only_withgit(
     tmp_path: Path, repository: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    head = _git(repository, "rev-parse", "HEAD")
+    head = git(repository, "rev-parse", "HEAD").strip()
     plain, travelling = tmp_path / "plain.md", tmp_path / "travelling.md"
     assert main(["review", "-o", str(plain)]) == 0
     assert f", git {head})\n" in capsys.readouterr().out

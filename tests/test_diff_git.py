@@ -23,7 +23,6 @@ import inspect
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -41,51 +40,29 @@ from handoff_fsm.verify.diff.driver import canonical
 from handoff_fsm.verify.diff.errors import DiffError, DiffErrorCode
 from handoff_fsm.verify.diff.sides import isolated_command
 from tests import test_explore_mutants as mutants
+from tests.gitrepo import git, package_repository
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW = os.environ.get("HANDOFF_FSM_SLOW_TESTS") == "1"
 
 
-def _git(repo: Path, *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A repository whose one commit, ``parent``, is the package as it is now."""
-    if shutil.which("git") is None:
-        pytest.fail("git is needed for git: sides")
-    path = tmp_path_factory.mktemp("repo")
-    shutil.copytree(ROOT / "handoff_fsm", path / "handoff_fsm", ignore=_ignored)
-    shutil.copy(ROOT / "pyproject.toml", path / "pyproject.toml")
-    _git(path, "init", "--quiet", "--initial-branch=parent")
-    _git(path, "add", "-A")
-    _git(path, "commit", "--quiet", "-m", "parent")
-    return path
-
-
-def _ignored(folder: str, names: list[str]) -> list[str]:
-    return [name for name in names if name == "__pycache__"]
+    return package_repository(tmp_path_factory.mktemp("repo"), branch="parent", message="parent")
 
 
 def commit_change(
     repo: Path, branch: str, path: str, edit: str | None = None, *, text: str | None = None
 ) -> None:
     """Branch off ``parent``, append ``edit`` to ``path`` (or replace it by ``text``), commit."""
-    _git(repo, "checkout", "--quiet", "-B", branch, "parent")
+    git(repo, "checkout", "--quiet", "-B", branch, "parent")
     target = repo / path
     if text is None:
         assert edit is not None
         text = target.read_text(encoding="utf-8") + edit
     target.write_text(text, encoding="utf-8")
-    _git(repo, "commit", "--quiet", "-am", branch)
+    git(repo, "commit", "--quiet", "-am", branch)
 
 
 # ---------------------------------------------------------------------- mutants as source edits
@@ -405,7 +382,7 @@ def test_a_chart_with_one_added_and_one_removed_transition(
 ) -> None:
     # Source first, start no longer submits the prefill; a repeated acknowledgement of
     # the submission gets its own (empty) transition.
-    _git(repo, "checkout", "--quiet", "parent")
+    git(repo, "checkout", "--quiet", "parent")
     text = (repo / "handoff_fsm" / "chart.py").read_text(encoding="utf-8")
     assert _REMOVED in text
     assert _KEPT in text
@@ -426,7 +403,9 @@ def test_a_chart_with_one_added_and_one_removed_transition(
     assert_replays(report, repo, tmp_path)
     # The command line says the same, with exit status 1, and writes the review.
     monkeypatch.chdir(repo)
-    assert main(["diff", "git:HEAD~1", "git:HEAD", "-o", str(tmp_path / "review")]) == 1
+    # --losses 0: the verdict's tolerances are tested in tests/test_gate.py
+    argv = ["diff", "git:HEAD~1", "git:HEAD", "-o", str(tmp_path / "review"), "--losses", "0"]
+    assert main(argv) == 1
     markdown = (tmp_path / "review" / "DIFF.md").read_text()
     assert "| transition | added | `submitted → submitted on prefill_submitted` |" in markdown
     assert "| transition | removed | `source_idle → submitting on start [source_first]` |" in (
@@ -443,13 +422,14 @@ def test_review_against_a_revision_diffs_the_working_tree(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # An uncommitted edit: source first, start no longer submits the prefill.
-    _git(repo, "checkout", "--quiet", "parent")
+    git(repo, "checkout", "--quiet", "parent")
     chart = repo / "handoff_fsm" / "chart.py"
     original = chart.read_text(encoding="utf-8")
     chart.write_text(original.replace(_REMOVED, ""), encoding="utf-8")
     monkeypatch.chdir(repo)
     try:
-        assert main(["review", "-o", str(tmp_path / "REVIEW.md"), "--against", "git:HEAD"]) == 0
+        argv = ["review", "-o", str(tmp_path / "REVIEW.md"), "--against", "git:HEAD"]
+        assert main([*argv, "--losses", "0"]) == 0  # tolerances: tests/test_gate.py
     finally:
         chart.write_text(original, encoding="utf-8")
     review = (tmp_path / "REVIEW.md").read_text(encoding="utf-8")
@@ -466,10 +446,10 @@ def test_review_against_a_revision_diffs_the_working_tree(
 
 
 def test_a_revision_without_the_package_is_a_coded_error(tmp_path: Path) -> None:
-    _git(tmp_path, "init", "--quiet")
+    git(tmp_path, "init", "--quiet")
     (tmp_path / "README.md").write_text("nothing here\n")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "--quiet", "-m", "no package")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "--quiet", "-m", "no package")
     with pytest.raises(DiffError) as raised:
         diff("git:HEAD", "seed", cwd=tmp_path)
     assert raised.value.code is DiffErrorCode.UNKNOWN_DIFF_SIDE

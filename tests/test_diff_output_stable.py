@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from handoff_fsm.model import VERDICT_LOSSES
 from handoff_fsm.review.diffreview import diff_review_files
 from handoff_fsm.verify.diff import diff
 from handoff_fsm.verify.verdicts import judge_change
@@ -40,7 +41,9 @@ def _run(directory: Path, hash_seed: str) -> dict[str, bytes]:
 def test_two_processes_write_byte_identical_files(tmp_path: Path) -> None:
     first = _run(tmp_path / "first", "1")
     report = diff("seed", "a976b2bf", charts=True)
-    second = diff_review_files(report, command=COMMAND, judged=judge_change(report))
+    second = diff_review_files(
+        report, command=COMMAND, judged=judge_change(report, losses=VERDICT_LOSSES)
+    )
     assert {"chart_diff.dot", "chart_diff.svg", "DIFF.md", "diff.json"} <= set(first)
     assert sorted(first) == sorted(second)
     for name, data in first.items():

@@ -9,14 +9,13 @@ request and log no error. The screenshot goes to SHOT, for people to look at.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import pytest
 
 from handoff_fsm.model import Revision
-from tests.browser import VIEWPORT, Opened, chromium, open_page, shot
+from tests.browser import VIEWPORT, Opened, open_page, shot
 from tests.inspect_pages import seed_diff_page, seed_report, trace_states
 
 if TYPE_CHECKING:
@@ -53,12 +52,6 @@ _STEP_ALL: Final = """() => {
   return all;
 }"""
 """Every difference of the page, every step: one script call for the whole page."""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture(scope="module")

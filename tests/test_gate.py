@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,36 +25,17 @@ from handoff_fsm.verify import verdicts
 from handoff_fsm.verify.rules import Invariant
 from handoff_fsm.verify.system import Property
 from handoff_fsm.verify.verdicts import judge
+from tests.gitrepo import package_repository
 
 ROOT = Path(__file__).resolve().parents[1]
 GUARD = "held.to(releasing, cond=\"In('activated')\")"
 UNSAFE = "held.to(releasing, cond=\"In('transferred')\")"
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        check=True,
-    )
-
-
 @pytest.fixture(scope="module")
 def unsafe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A repository of the package as it is, with the unsafe edit in its work tree."""
-    if shutil.which("git") is None:
-        pytest.fail("git is needed for git: and worktree sides")
-    repo = tmp_path_factory.mktemp("unsafe")
-    shutil.copytree(
-        ROOT / "handoff_fsm",
-        repo / "handoff_fsm",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
-    _git(repo, "init", "--quiet")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "--quiet", "-m", "as it is")
+    repo = package_repository(tmp_path_factory.mktemp("unsafe"))
     chart = repo / "handoff_fsm" / "chart.py"
     text = chart.read_text(encoding="utf-8")
     assert text.count(GUARD) == 1
@@ -192,6 +171,16 @@ def test_diff_check_fails_the_unsafe_edit_and_names_what_it_breaks(
     assert re.search(r"\[\d+\]\(#difference-\d+[^)]*\) breaks `lifecycle_order`", verdict)
     for link in re.findall(r"\]\(#([^)]+)\)", verdict):
         assert link in _anchors(markdown), link
+    # Each side's own system check with one lost message gives its tolerance: the edit
+    # breaks an invariant, not a system property, so both sides keep all six.
+    header = "| Side | Revision | Invariants | System properties, no message lost |"
+    assert f"{header} With up to 1 message lost | Declared as known |" in verdict
+    rows = [line for line in verdict.splitlines() if line.startswith("| `")]
+    assert [row.split(" | ")[0:2] for row in rows] == [
+        ["| `git:HEAD:seed`", "`seed`"],
+        ["| `worktree:seed`", "`seed`"],
+    ]
+    assert all(row.split(" | ")[4] == "5/6 hold; a loss breaks nothing more" for row in rows)
     # The same edit, judged on its own: the work tree's gate names it too.
     [after] = judge("worktree:seed", system=False, cwd=unsafe)
     assert [f for f in gate_failures([after]) if "lifecycle_order" in f]

@@ -12,7 +12,6 @@ SHOTS, for people to look at.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -22,7 +21,7 @@ from handoff_fsm.model import Revision
 from handoff_fsm.render.livechart import marked_chart_svg
 from handoff_fsm.render.style import ACTIVE_LINE, CURRENT_STEP, TAKEN
 from handoff_fsm.structure.revisions import revision_chart
-from tests.browser import VIEWPORT, Opened, chromium, open_page, shot
+from tests.browser import VIEWPORT, Opened, open_page, shot
 from tests.inspect_pages import (
     COMMITTED_TRACES,
     HOSTILE_TRACES,
@@ -63,12 +62,6 @@ _STEP_ALL: Final = """() => {
   return all;
 }"""
 """Every coordinator of the page, every step: one script call for the whole page."""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture(scope="module")

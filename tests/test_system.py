@@ -211,7 +211,8 @@ def test_json_has_the_issues_shape() -> None:
     assert set(data) == {"revision", "settings", "states", "transitions", "seconds", "properties"}
     assert [p["name"] for p in data["properties"]] == [name.value for name in Property]
     for entry in data["properties"]:
-        assert set(entry) == {"name", "holds", "statement", "counterexample"}
+        assert set(entry) == {"name", "holds", "tolerance", "statement", "counterexample"}
+        assert entry["tolerance"] == (0 if entry["holds"] else None)  # no loss was explored
         if entry["counterexample"] is not None:
             assert set(entry["counterexample"]) == {"world", "trace"}
             kinds = {step["kind"] for step in entry["counterexample"]["world"]}

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 from handoff_fsm.coordinator import ENGINES
 from handoff_fsm.errors import quoted
-from handoff_fsm.model import Revision
+from handoff_fsm.model import VERDICT_LOSSES, Revision
 
 if TYPE_CHECKING:
     from handoff_fsm.io.follow import FollowedRun
@@ -179,6 +179,18 @@ def real_number(text: str) -> float:
     if _NUMBER.fullmatch(text) is not None and value in (math.inf, -math.inf):
         raise argparse.ArgumentTypeError(f"number out of range, got {quoted(text)}")
     return value
+
+
+def add_losses(parser: argparse.ArgumentParser, what: str = "the verdict") -> None:
+    """``--losses N``: the lost messages a written verdict's tolerance is judged with."""
+    parser.add_argument(
+        "--losses",
+        type=natural,
+        default=VERDICT_LOSSES,
+        metavar="N",
+        help=f"judge each system property in {what} with up to N lost messages too, and "
+        f"show its tolerance (default {VERDICT_LOSSES}; 0: no message lost only, faster)",
+    )
 
 
 def positive(text: str) -> int:

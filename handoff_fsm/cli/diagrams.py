@@ -22,6 +22,7 @@ from pathlib import Path
 from handoff_fsm.cli.common import (
     Commands,
     add_coordinator,
+    add_losses,
     add_revision,
     add_trace,
     fail,
@@ -111,6 +112,7 @@ def register(commands: Commands) -> None:
         help="exit 1 when a revision breaks an invariant or system property it does not "
         "declare as known (the review is written either way)",
     )
+    add_losses(review)
     review.set_defaults(run=cli_review)
 
 
@@ -159,7 +161,8 @@ def cli_diagram(args: argparse.Namespace) -> int:
 
 
 def cli_review(args: argparse.Namespace) -> int:
-    """``handoff-fsm review [-o diagrams/REVIEW.md] [--against git:REV] [--git] [--check]``:
+    """``handoff-fsm review [-o diagrams/REVIEW.md] [--against git:REV] [--git] [--check]
+    [--losses N]``:
     the review, and beside it the files it links; with ``--check``, exit status 1 when the
     verdict it opens with fails (:func:`~handoff_fsm.review.verdict.gate_failures`).
 
@@ -182,7 +185,7 @@ def cli_review(args: argparse.Namespace) -> int:
     output = Path(args.output)
     try:
         with named_errors(args.output):
-            written = write_review(output, against=args.against, git=args.git)
+            written = write_review(output, against=args.against, git=args.git, losses=args.losses)
     except NotDrawnError as error:
         beside = len(error.written) - 1
         print(f"wrote {output} and beside it {beside} of its figures, tables and traces")

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from handoff_fsm.cli.common import Commands, fail, positive, verdict
+from handoff_fsm.cli.common import Commands, add_losses, fail, positive, verdict
 from handoff_fsm.cli.files import Kind, Output, check_outputs, write_output
 from handoff_fsm.errors import HandoffError
 
@@ -64,11 +64,13 @@ def register(commands: Commands) -> None:
         help="also run each side's invariants and default system check; exit 1 when B "
         "violates something A does not (naming it), 0 otherwise",
     )
+    add_losses(parser, "-o's verdict")
     parser.set_defaults(run=cli_diff)
 
 
 def cli_diff(args: argparse.Namespace) -> int:
-    """``handoff-fsm diff A B [--json] [-o DIR] [--html PAGE] [--max-states N] [--check]``;
+    """``handoff-fsm diff A B [--json] [-o DIR [--losses N]] [--html PAGE] [--max-states N]
+    [--check]``;
     ``-o`` and ``--check`` judge both sides (:func:`~handoff_fsm.verify.verdicts.judge_change`)."""
     from handoff_fsm.verify.diff import diff
 
@@ -98,7 +100,7 @@ def cli_diff(args: argparse.Namespace) -> int:
         from handoff_fsm.verify.verdicts import judge_change
 
         try:
-            judged = judge_change(report)
+            judged = judge_change(report, losses=args.losses if args.output else 0)
         except HandoffError as error:
             return fail("diff", str(error), code=error.code.value)
     failures = _failures(judged)

@@ -30,7 +30,13 @@ from handoff_fsm.chart import REJECTIONS
 from handoff_fsm.conformance import expected_normalized_handoff
 from handoff_fsm.engines.compiled import CompiledChart, compiled_chart
 from handoff_fsm.io.lifecycle import Lifecycle, MessageKind
-from handoff_fsm.model import HandoffCompletion, HandoffOrder, NormalizedHandoffEvent, Revision
+from handoff_fsm.model import (
+    VERDICT_LOSSES,
+    HandoffCompletion,
+    HandoffOrder,
+    NormalizedHandoffEvent,
+    Revision,
+)
 from handoff_fsm.render.mermaid import mermaid_block, statechart_mermaid
 from handoff_fsm.render.sequence import sequence_mermaid
 from handoff_fsm.review.codes import error_conditions
@@ -58,7 +64,12 @@ from handoff_fsm.verify.diff import DiffReport, diff
 from handoff_fsm.verify.diff.sides import WORKTREE
 from handoff_fsm.verify.exploration import ExplorationReport, explore
 from handoff_fsm.verify.losses import LossReport, lost_messages
-from handoff_fsm.verify.verdicts import RevisionVerdict, change_verdict, judge_change
+from handoff_fsm.verify.verdicts import (
+    RevisionVerdict,
+    change_verdict,
+    judge_change,
+    tolerance_answer,
+)
 
 _N = NormalizedHandoffEvent
 NORMALIZED_EVENTS: Final[dict[str, NormalizedHandoffEvent]] = {
@@ -520,17 +531,23 @@ def _losses_section(model: ChartModel) -> list[str]:
 # ---------------------------------------------------------------------- the document
 
 
-def review_verdicts() -> tuple[RevisionVerdict, ...]:
+def review_verdicts(losses: int = 0) -> tuple[RevisionVerdict, ...]:
     """This package's verdict per revision: its exploration's invariants and its default
-    system check's properties (what ``review --check`` gates on)."""
-    return package_verdicts(explorations(), system_reports())
+    system check's properties (what ``review --check`` gates on); with ``losses``, each
+    property's tolerance of up to that many lost messages too."""
+    tolerance = None
+    if losses:
+        answers = [tolerance_answer(revision, losses) for revision in Revision]
+        tolerance = {"results": [result for a in answers for result in a["results"]]}
+    return package_verdicts(explorations(), system_reports(), tolerance)
 
 
-def review_verdict(against: DiffReport | None = None) -> list[str]:
+def review_verdict(against: DiffReport | None = None, losses: int = VERDICT_LOSSES) -> list[str]:
     """The verdict the review opens with (:mod:`~handoff_fsm.review.verdict`): each
-    revision, each revision against the seed and the work tree against ``against``'s
-    side, and where one lost message stalls the handoff."""
-    verdicts = review_verdicts()
+    revision (with its tolerance of ``losses`` lost messages), each revision against the
+    seed and the work tree against ``against``'s side, and where one lost message stalls
+    the handoff."""
+    verdicts = review_verdicts(losses)
     by_revision = {verdict.revision: verdict for verdict in verdicts}
     changes = []
     for number, report in enumerate(revision_reports(), start=len(Revision) + 1):
@@ -538,7 +555,8 @@ def review_verdict(against: DiffReport | None = None) -> list[str]:
         anchors = [f"#{difference_anchor(n, d)}" for n, d in enumerate(report.differences, 1)]
         changes.append(Change(report, judged, f"#8{number}-{_slug(report)}", anchors))
     if against is not None:
-        changes.append(Change(against, judge_change(against), "#8-revisions"))
+        judged = judge_change(against, losses=losses)
+        changes.append(Change(against, judged, "#8-revisions"))
     stalls = {revision.value: stalls_of(reports) for revision, reports in loss_reports().items()}
     links = Links("#8-revisions", "#10-system", "#9-one-lost-message")
     return verdict_markdown(verdicts, links, changes=changes, stalls=stalls)
@@ -554,13 +572,15 @@ def review_markdown(
     *,
     against: str | None = None,
     stamp: Provenance | None = None,
+    losses: int = VERDICT_LOSSES,
 ) -> str:
     """The whole design review as Markdown (deterministic without ``against``, for a ``stamp``).
 
     ``against`` (``git:REV``) adds the behavioural diff of the working tree against
     that revision to the "Revisions" section. ``stamp`` defaults to the code's own
     (:func:`~.provenance.provenance` without git), which is what the committed review
-    carries.
+    carries. ``losses``: the lost messages the verdict judges each property's tolerance
+    with (0: none).
     """
     model = model or describe_chart()
     stamp = stamp or provenance(model)
@@ -583,7 +603,7 @@ def review_markdown(
         "",
         *stamp.markdown(),
         "",
-        *review_verdict(against_report),
+        *review_verdict(against_report, losses),
         "1. [The statechart](#1-the-statechart)",
         "2. [Transitions](#2-transitions)",
         "3. [Lifecycles](#3-lifecycles)",

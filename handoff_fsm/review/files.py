@@ -39,7 +39,7 @@ from typing import Final
 
 from handoff_fsm.chart import HandoffChart
 from handoff_fsm.io.atomic import write_bytes, write_files
-from handoff_fsm.model import Revision
+from handoff_fsm.model import VERDICT_LOSSES, Revision
 from handoff_fsm.render.dot import statechart_dot
 from handoff_fsm.render.graphviz import GraphvizError, render
 from handoff_fsm.render.mermaid import statechart_mermaid
@@ -177,10 +177,14 @@ def diagram_files(chart: type[HandoffChart] = HandoffChart) -> dict[str, bytes]:
 
 
 def review_files(
-    chart: type[HandoffChart] = HandoffChart, *, against: str | None = None
+    chart: type[HandoffChart] = HandoffChart,
+    *,
+    against: str | None = None,
+    losses: int = VERDICT_LOSSES,
 ) -> dict[str, bytes]:
     """What ``handoff-fsm review`` writes into the diagrams folder."""
-    return {REVIEW_NAME: _text(review_markdown(describe_chart(chart), against=against))}
+    markdown = review_markdown(describe_chart(chart), against=against, losses=losses)
+    return {REVIEW_NAME: _text(markdown)}
 
 
 def _write_drawn(folder: Path, sources: Mapping[str, Source]) -> list[Path]:
@@ -213,7 +217,11 @@ def write_diagrams(outdir: Path = DIAGRAMS_DIR) -> list[Path]:
 
 
 def write_review(
-    path: Path = DIAGRAMS_DIR / REVIEW_NAME, *, against: str | None = None, git: bool = False
+    path: Path = DIAGRAMS_DIR / REVIEW_NAME,
+    *,
+    against: str | None = None,
+    git: bool = False,
+    losses: int = VERDICT_LOSSES,
 ) -> list[Path]:
     """Write the design review to ``path``, and the files it links beside it.
 
@@ -223,7 +231,8 @@ def write_review(
     the review's path, then theirs. ``against`` (``git:REV``) adds the diff of the
     working tree against that revision; ``git`` also writes the working tree's commit
     into the review's provenance (for a copy that travels; the committed review leaves
-    it out, see :mod:`.provenance`). Without Graphviz the review and the files that
+    it out, see :mod:`.provenance`); ``losses`` is the verdict's tolerance (0: none
+    judged). Without Graphviz the review and the files that
     need none are written, then :class:`NotDrawnError` names the figures left out.
     """
     sources = diagram_sources()
@@ -233,7 +242,7 @@ def write_review(
         )
     model = describe_chart()
     stamp = provenance(model, git=git)
-    data = _text(review_markdown(model, against=against, stamp=stamp))
+    data = _text(review_markdown(model, against=against, stamp=stamp, losses=losses))
     write_bytes(path, data)
     try:
         beside = _write_drawn(path.parent, sources)

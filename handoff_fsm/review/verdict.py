@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from handoff_fsm.model import Revision
 from handoff_fsm.verify.diff import DiffReport
@@ -55,11 +55,13 @@ class Change:
 def package_verdicts(
     explorations: Mapping[Revision, Sequence[ExplorationReport]],
     systems: Mapping[Revision, SystemReport],
+    tolerance: Mapping[str, Any] | None = None,
 ) -> tuple[RevisionVerdict, ...]:
-    """The running package's verdicts, read off reports the review already has."""
+    """The running package's verdicts, read off reports the review already has (and the
+    JSON of its system check with lost messages, for the tolerances)."""
     check = {"orders": [r.to_json() for reports in explorations.values() for r in reports]}
     system = {"results": [report.to_json() for report in systems.values()]}
-    return read_verdicts(PACKAGE, check, system)
+    return read_verdicts(PACKAGE, check, system, tolerance)
 
 
 def gate_failures(verdicts: Sequence[RevisionVerdict]) -> list[str]:
@@ -104,6 +106,9 @@ def verdict_markdown(
     header = [*(["Side"] if with_side else []), "Revision", _linked("Invariants", links.invariants)]
     if system:
         header.append(_linked("System properties", links.system) + ", no message lost")
+    losses = max((v.losses for v in verdicts), default=0)
+    if losses:
+        header.append(_linked(f"With up to {_messages(losses)} lost", links.system))
     header.append("Declared as known")
     out += ["", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for verdict in verdicts:
@@ -112,6 +117,8 @@ def verdict_markdown(
         if system:
             judged = verdict.properties
             cells.append("not checked" if judged is None else _held(verdict, judged, "property"))
+        if losses:
+            cells.append(_tolerated(verdict))
         cells.append(_known(verdict))
         out.append("| " + " | ".join(cells) + " |")
     out += ["", *_reasons(verdicts)]
@@ -144,6 +151,23 @@ def _held(verdict: RevisionVerdict, judged: Sequence[str] | None, kind: str) -> 
         f"`{b.name}`" + (" (known)" if b.name in known else " **(new)**") for b in broken
     )
     return f"{held}; violated: {named}"
+
+
+def _messages(count: int) -> str:
+    return f"{count} message" + ("s" if count != 1 else "")
+
+
+def _tolerated(verdict: RevisionVerdict) -> str:
+    """How the properties fare with lost messages: those that still hold, and those a loss
+    breaks (one broken without any loss is in the column before)."""
+    if not verdict.losses:
+        return "not checked"
+    holding = sum(1 for _, most in verdict.tolerance if most is not None and most >= verdict.losses)
+    held = f"{holding}/{len(verdict.tolerance)} hold"
+    lost = verdict.lost_to()
+    if lost:
+        return held + "; a loss breaks " + ", ".join(f"`{name}`" for name in lost)
+    return held + ("; a loss breaks nothing more" if holding < len(verdict.tolerance) else "")
 
 
 def _known(verdict: RevisionVerdict) -> str:

@@ -23,9 +23,10 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from handoff_fsm.coordinator import HandoffCoordinator
-from handoff_fsm.errors import handoff_error, quoted
+from handoff_fsm.coordinator import Engine, HandoffCoordinator
+from handoff_fsm.errors import HandoffError, handoff_error, quoted
 from handoff_fsm.model import KNOWN_VIOLATIONS, HandoffOrder, Revision
+from handoff_fsm.verify.cache import kept
 from handoff_fsm.verify.diff.behaviour import DiffReport, relation
 from handoff_fsm.verify.diff.errors import DiffErrorCode
 from handoff_fsm.verify.diff.sides import (
@@ -39,7 +40,7 @@ from handoff_fsm.verify.diff.sides import (
     side_package,
 )
 from handoff_fsm.verify.exploration import explore
-from handoff_fsm.verify.system import default_report
+from handoff_fsm.verify.system import check_system, default_report
 
 Kind = Literal["invariant", "property"]
 
@@ -72,10 +73,21 @@ class RevisionVerdict:
     broken: tuple[Broken, ...]
     exhausted: bool = True
     """Every reachable state was explored (a verdict on less is no verdict)."""
+    losses: int = 0
+    """The lost messages each property's tolerance was judged with (0: not judged)."""
+    tolerance: tuple[tuple[str, int | None], ...] = ()
+    """Each property with the most lost messages (up to ``losses``) it still holds with;
+    ``None``: broken without any loss."""
 
     @property
     def violated(self) -> frozenset[str]:
         return frozenset(b.name for b in self.broken)
+
+    def lost_to(self) -> tuple[str, ...]:
+        """The properties that hold with no message lost but not with ``losses`` lost."""
+        return tuple(
+            name for name, most in self.tolerance if most is not None and most < self.losses
+        )
 
     def unknown(self) -> tuple[Broken, ...]:
         """What it breaks that its revision does not declare as known."""
@@ -95,10 +107,14 @@ def declared(revision: str) -> Mapping[str, str]:
 
 
 def read_verdicts(
-    side: str, check: Mapping[str, Any], system: Mapping[str, Any] | None
+    side: str,
+    check: Mapping[str, Any],
+    system: Mapping[str, Any] | None,
+    tolerance: Mapping[str, Any] | None = None,
 ) -> tuple[RevisionVerdict, ...]:
-    """The verdicts of ``check --json``'s object (and ``check --system --json``'s), one
-    per revision, in the order the check reports them."""
+    """The verdicts of ``check --json``'s object (and ``check --system --json``'s, and that
+    of ``check --system --losses N --json`` for the tolerances), one per revision, in the
+    order the check reports them."""
     invariants: dict[str, dict[str, Broken]] = {}
     judged: dict[str, list[str]] = {}
     exhausted: dict[str, bool] = {}
@@ -123,6 +139,14 @@ def read_verdicts(
                 if not p["holds"]
             ],
         )
+    tolerated: dict[str, tuple[int, tuple[tuple[str, int | None], ...]]] = {}
+    for result in () if tolerance is None else tolerance["results"]:
+        losses = int(result["settings"]["losses"])
+        broken = {b.name for b in properties.get(result["revision"], ((), []))[1]}
+        tolerated[result["revision"]] = (
+            losses,
+            tuple((p["name"], _tolerance(p, losses, broken)) for p in result["properties"]),
+        )
     return tuple(
         RevisionVerdict(
             side,
@@ -131,9 +155,22 @@ def read_verdicts(
             properties[revision][0] if revision in properties else None,
             (*invariants[revision].values(), *properties.get(revision, ((), []))[1]),
             exhausted[revision],
+            *tolerated.get(revision, (0, ())),
         )
         for revision in judged
     )
+
+
+def _tolerance(judged: Mapping[str, Any], losses: int, broken: set[str]) -> int | None:
+    """A property's tolerance as the check reports it; a package whose JSON names none
+    (before it did) is read as what its verdicts prove: ``losses`` when it holds, else
+    none when it is broken without any loss, else 0."""
+    if "tolerance" in judged:
+        most = judged["tolerance"]
+        return None if most is None else int(most)
+    if judged["holds"]:
+        return losses
+    return None if judged["name"] in broken else 0
 
 
 def _lines(trace: Iterable[Any]) -> tuple[str, ...]:
@@ -144,25 +181,64 @@ def _lines(trace: Iterable[Any]) -> tuple[str, ...]:
 
 
 def judge(
-    side: str, *, system: bool = True, cwd: Path | None = None
+    side: str, *, system: bool = True, losses: int = 0, cwd: Path | None = None
 ) -> tuple[RevisionVerdict, ...]:
     """Judge ``side`` (a diff side name) with its own package: the exhaustive check of
     both orders, and with ``system`` the default system check, of the revision it names
-    (every revision it has, when it names none). A side that cannot be loaded or checked
-    is ``diff_side_failed`` (or ``unknown_diff_side``)."""
+    (every revision it has, when it names none); with ``losses`` too, the system check
+    with up to that many lost messages, for each property's tolerance (a side whose
+    package cannot run that check has none). A side that cannot be loaded or checked
+    is ``diff_side_failed`` (or ``unknown_diff_side``). Every answer is kept on disk
+    under the side's package's digest (:mod:`~handoff_fsm.verify.cache`)."""
     spec = parse_side(side)
+    revision = spec.revision or BOTH
+    questions: list[Question] = [("check", {"revision": revision, "engine": spec.engine})]
+    if system:
+        questions.append(("system", {"revision": revision, "losses": 0}))
+        if losses:
+            questions.append(("system", {"revision": revision, "losses": losses}))
     if spec.in_process:
-        return _judged_here(spec, system)
-    where = Path.cwd() if cwd is None else cwd
-    revision = ["--revision", spec.revision or "both"]
-    engine = [] if spec.engine is None else ["--engine", spec.engine]
-    commands = [["check", *revision, *engine, "--json"]]
-    if system:  # the system check runs the compiled coordinator, whatever the side's engine
-        commands.append(["check", *revision, "--system", "--json"])
-    with ExitStack() as stack:
-        root, what = side_package(spec, where, stack)
-        outputs = _run_all(spec, root, what, commands)
-    return read_verdicts(side, outputs[0], outputs[1] if system else None)
+        answers: list[dict[str, Any] | None] = [
+            kept(kind, parameters, partial(_answer_here, kind, json.dumps(parameters)))
+            for kind, parameters in questions
+        ]
+    else:
+        with ExitStack() as stack:
+            root, what = side_package(spec, Path.cwd() if cwd is None else cwd, stack)
+            answers = _asked(spec, root, what, questions)
+    check, found, tolerance = (*answers, None, None)[:3]
+    assert check is not None, "the exhaustive check is always answered"
+    return read_verdicts(side, check, found, tolerance)
+
+
+def tolerance_answer(revision: Revision, losses: int) -> dict[str, Any]:
+    """This package's ``check --revision R --system --losses N --json`` (its results), kept
+    as :func:`judge` keeps it: what a verdict reads each property's tolerance off."""
+    parameters = {"revision": revision.value, "losses": losses}
+    return kept("system", parameters, partial(_answer_here, "system", json.dumps(parameters)))
+
+
+BOTH: Final = "both"
+Question = tuple[str, dict[str, Any]]
+"""A kind (``check``, ``system``) and its parameters: what a side's verdict is read off."""
+
+
+def _command(question: Question) -> list[str]:
+    """The ``handoff-fsm`` command line that answers ``question``."""
+    kind, parameters = question
+    revision = ["--revision", parameters["revision"]]
+    if kind == "check":
+        engine = parameters["engine"]
+        return ["check", *revision, *([] if engine is None else ["--engine", engine]), "--json"]
+    # the system check runs the compiled coordinator, whatever the side's engine
+    losses = parameters["losses"]
+    return [
+        "check",
+        *revision,
+        "--system",
+        *(["--losses", str(losses)] if losses else []),
+        "--json",
+    ]
 
 
 def run_side_command(spec: SideSpec, argv: Sequence[str], cwd: Path | None = None) -> int:
@@ -182,12 +258,14 @@ def run_side_command(spec: SideSpec, argv: Sequence[str], cwd: Path | None = Non
 
 
 @cache
-def _judged_here(spec: SideSpec, system: bool) -> tuple[RevisionVerdict, ...]:
-    """A side of this package, judged here (once per process: it cannot change)."""
-    revisions = [Revision(spec.revision)] if spec.revision else list(Revision)
-    engine = spec.engine or "compiled"
-    check = {
-        "orders": [
+def _answer_here(kind: str, parameters: str) -> dict[str, Any]:
+    """What this package's ``handoff-fsm`` would print for the question (its JSON parts a
+    verdict reads), computed here (once per process: the package cannot change)."""
+    asked = json.loads(parameters)
+    revisions = [Revision(asked["revision"])] if asked["revision"] != BOTH else list(Revision)
+    if kind == "check":
+        engine: Engine = "statechart" if asked["engine"] == "statechart" else "compiled"
+        orders = [
             explore(
                 order,
                 revision=revision,
@@ -196,42 +274,58 @@ def _judged_here(spec: SideSpec, system: bool) -> tuple[RevisionVerdict, ...]:
             for revision in revisions
             for order in HandoffOrder
         ]
-    }
-    results = {"results": [default_report(r).to_json() for r in revisions]} if system else None
-    return read_verdicts(spec.text, check, results)
-
-
-def _run_all(
-    spec: SideSpec, root: Path, what: str, commands: Sequence[list[str]]
-) -> list[dict[str, Any]]:
-    """Run each of the side's commands at once (one process each) and read their JSON."""
-    processes = [
-        subprocess.Popen(
-            isolated_command(root, CHECK_PROGRAM, *command),
-            cwd=root,
-            env=side_environment(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        for command in commands
+        return {"orders": orders}
+    losses = asked["losses"]
+    reports = [
+        default_report(r) if not losses else check_system(r, losses=losses) for r in revisions
     ]
-    outputs = []
-    for command, process in zip(commands, processes, strict=True):
-        out, err = process.communicate()
-        said = err.decode("utf-8", "replace").strip().splitlines()
-        last = quoted(said[-1] if said else "no message", 300)
-        ran = f"side {quoted(spec.text)} ({what}): `handoff-fsm {' '.join(command)}`"
-        if process.returncode not in (0, 1):
-            raise handoff_error(
-                DiffErrorCode.DIFF_SIDE_FAILED, f"{ran} exited {process.returncode}: {last}"
-            )
+    return {"results": [report.to_json() for report in reports]}
+
+
+def _asked(
+    spec: SideSpec, root: Path, what: str, questions: Sequence[Question]
+) -> list[dict[str, Any] | None]:
+    """Each question asked of the side's package at once (one process each, where the
+    answer is not kept already); ``None`` for a tolerance the side cannot give."""
+
+    def answer(question: Question) -> dict[str, Any] | None:
+        kind, parameters = question
         try:
-            outputs.append(json.loads(out))
-        except ValueError:  # a traceback exits 1 too
-            raise handoff_error(
-                DiffErrorCode.DIFF_SIDE_FAILED, f"{ran} printed no JSON object: {last}"
-            ) from None
-    return outputs
+            return kept(kind, parameters, partial(_run, spec, root, what, question), root)
+        except HandoffError:
+            if kind == "system" and parameters["losses"]:
+                return None
+            raise
+
+    with ThreadPoolExecutor(max_workers=len(questions)) as pool:
+        return list(pool.map(answer, questions))
+
+
+def _run(spec: SideSpec, root: Path, what: str, question: Question) -> dict[str, Any]:
+    """The side's own answer to ``question`` (the parts of its JSON a verdict reads)."""
+    command = _command(question)
+    process = subprocess.run(
+        isolated_command(root, CHECK_PROGRAM, *command),
+        cwd=root,
+        env=side_environment(),
+        capture_output=True,
+        check=False,
+    )
+    said = process.stderr.decode("utf-8", "replace").strip().splitlines()
+    last = quoted(said[-1] if said else "no message", 300)
+    ran = f"side {quoted(spec.text)} ({what}): `handoff-fsm {' '.join(command)}`"
+    if process.returncode not in (0, 1):
+        raise handoff_error(
+            DiffErrorCode.DIFF_SIDE_FAILED, f"{ran} exited {process.returncode}: {last}"
+        )
+    try:
+        printed = json.loads(process.stdout)
+        part = "orders" if question[0] == "check" else "results"
+        return {part: printed[part]}
+    except (ValueError, TypeError, KeyError):  # a traceback exits 1 too
+        raise handoff_error(
+            DiffErrorCode.DIFF_SIDE_FAILED, f"{ran} printed no JSON object: {last}"
+        ) from None
 
 
 # ---------------------------------------------------------------------- comparing
@@ -312,11 +406,13 @@ class ChangeVerdict:
 
 
 def judge_change(
-    report: DiffReport, *, cwd: Path | None = None, system: bool = True
+    report: DiffReport, *, cwd: Path | None = None, system: bool = True, losses: int = 0
 ) -> ChangeVerdict:
     """Judge both sides of ``report`` (:func:`judge`, at once) and compare them."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        a, b = pool.map(lambda side: judge(side, system=system, cwd=cwd), (report.a, report.b))
+        a, b = pool.map(
+            lambda side: judge(side, system=system, losses=losses, cwd=cwd), (report.a, report.b)
+        )
     return change_verdict(report, a, b, cwd=cwd)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast, get_args
 
 from handoff_fsm.model import HandoffOrder, Revision
 from handoff_fsm.verify.system.world import Workers
@@ -102,11 +102,14 @@ def _count(number: int, noun: str, plural: str | None = None) -> str:
     return f"{number} {plural if plural is not None else noun + 's'}"
 
 
+MarkKind = Literal["note", "lost", "action"]
+
+
 @dataclass(frozen=True, slots=True)
 class Mark:
     """How a world step shows in a lifecycle drawing, beside the coordinator's inputs."""
 
-    kind: Literal["note", "lost", "action"]
+    kind: MarkKind
     """A note on a lifeline, a message the network lost (drawn crossed), an action the
     policy sent again."""
     sender: str
@@ -179,6 +182,7 @@ class PropertyVerdict:
         return {
             "name": self.name.value,
             "holds": self.holds,
+            "tolerance": self.tolerance,
             "statement": self.statement,
             "counterexample": None
             if self.counterexample is None
@@ -225,3 +229,120 @@ class SystemReport:
             "seconds": round(self.seconds, 3),
             "properties": [verdict.to_json() for verdict in self.verdicts],
         }
+
+
+# ---------------------------------------------------------------------- kept whole
+
+
+def report_record(report: SystemReport) -> dict[str, Any]:
+    """Everything ``report`` holds, as JSON values (:func:`report_from_record` reads it
+    back equal): what a system check keeps on disk (:mod:`handoff_fsm.verify.cache`)."""
+    settings = report.settings
+    return {
+        "settings": {
+            "revision": settings.revision.value,
+            "losses": settings.losses,
+            "duplicates": settings.duplicates,
+            "cleanup_retries": settings.cleanup_retries,
+            "deadline": settings.deadline,
+            "orders": [order.value for order in settings.orders],
+            "workers": settings.workers.value,
+        },
+        "figures": [
+            report.states,
+            report.transitions,
+            report.session_states,
+            report.session_moves,
+            report.max_depth,
+            report.seconds,
+            report.exhausted,
+        ],
+        "verdicts": [
+            {
+                "name": v.name.value,
+                "tolerance": v.tolerance,
+                "violations": v.violations,
+                "counterexample": None
+                if v.counterexample is None
+                else _example_record(v.counterexample),
+            }
+            for v in report.verdicts
+        ],
+    }
+
+
+def _example_record(example: Counterexample) -> dict[str, Any]:
+    return {
+        "world": [
+            [step.kind, step.text, [[m.kind, m.sender, m.receiver, m.text] for m in step.marks]]
+            for step in example.world
+        ],
+        "trace": list(example.trace),
+        "fed": list(example.fed),
+        "order": example.order.value,
+        "message": example.message,
+    }
+
+
+def _one_of(value: object, kinds: tuple[str, ...]) -> str:
+    if value not in kinds:
+        raise ValueError(f"expected one of {kinds}, got {value!r}")
+    return str(value)
+
+
+def report_from_record(record: dict[str, Any]) -> SystemReport:
+    """The report :func:`report_record` wrote (``KeyError``, ``TypeError`` or
+    ``ValueError`` for anything else)."""
+    given = record["settings"]
+    settings = SystemSettings(
+        revision=Revision(given["revision"]),
+        losses=int(given["losses"]),
+        duplicates=int(given["duplicates"]),
+        cleanup_retries=int(given["cleanup_retries"]),
+        deadline=bool(given["deadline"]),
+        orders=tuple(HandoffOrder(order) for order in given["orders"]),
+        workers=Workers(given["workers"]),
+    )
+    states, transitions, session_states, session_moves, depth, seconds, exhausted = record[
+        "figures"
+    ]
+    verdicts = tuple(
+        PropertyVerdict(
+            name=Property(v["name"]),
+            counterexample=None if v["counterexample"] is None else _example(v["counterexample"]),
+            tolerance=None if v["tolerance"] is None else int(v["tolerance"]),
+            violations=int(v["violations"]),
+        )
+        for v in record["verdicts"]
+    )
+    return SystemReport(
+        settings=settings,
+        states=int(states),
+        transitions=int(transitions),
+        session_states=int(session_states),
+        session_moves=int(session_moves),
+        max_depth=int(depth),
+        seconds=float(seconds),
+        verdicts=verdicts,
+        exhausted=bool(exhausted),
+    )
+
+
+def _example(record: dict[str, Any]) -> Counterexample:
+    return Counterexample(
+        world=tuple(
+            WorldStep(
+                cast(StepKind, _one_of(kind, get_args(StepKind))),
+                str(text),
+                tuple(
+                    Mark(cast(MarkKind, _one_of(k, get_args(MarkKind))), str(a), str(b), str(t))
+                    for k, a, b, t in marks
+                ),
+            )
+            for kind, text, marks in record["world"]
+        ),
+        trace=tuple(str(line) for line in record["trace"]),
+        fed=tuple(int(n) for n in record["fed"]),
+        order=HandoffOrder(record["order"]),
+        message=str(record["message"]),
+    )

@@ -27,6 +27,7 @@ from handoff_fsm.model import (
     checked_revision,
 )
 from handoff_fsm.policy import SessionPolicy
+from handoff_fsm.verify.cache import kept
 from handoff_fsm.verify.exploration import HANDOFF_ID
 from handoff_fsm.verify.system.errors import SystemErrorCode
 from handoff_fsm.verify.system.properties import (
@@ -37,6 +38,8 @@ from handoff_fsm.verify.system.properties import (
     SystemReport,
     SystemSettings,
     WorldStep,
+    report_from_record,
+    report_record,
 )
 from handoff_fsm.verify.system.search import (
     CLIENT,
@@ -159,9 +162,18 @@ def check_system(
 
 @cache
 def default_report(revision: Revision) -> SystemReport:
-    """``check_system(revision)`` with every default, computed once per process: it is
-    deterministic, and the review, its verdict and ``diff --check`` all read it."""
-    return check_system(revision)
+    """``check_system(revision)`` with every default, computed once per process and kept
+    on disk (:mod:`handoff_fsm.verify.cache`): it is deterministic, and the review, its
+    verdict and ``diff --check`` all read it."""
+    record = kept(
+        "system-report",
+        {"revision": revision.value},
+        lambda: report_record(check_system(revision)),
+    )
+    try:
+        return report_from_record(record)
+    except (KeyError, TypeError, ValueError):  # not what report_record writes
+        return check_system(revision)
 
 
 def _count(name: str, value: object) -> int:
