@@ -1,18 +1,23 @@
 """Kept verdicts (handoff_fsm.verify.cache): read only under the key they were computed
-under; a package edited by a byte, another question or a broken file means computing."""
+under; a package edited by a byte, another question or a broken file means computing.
+A side's own package is asked each question once (a stand-in package that logs what
+it is asked), and its tolerances are read as it prints them."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from handoff_fsm.model import Revision
+from handoff_fsm.review.verdict import Links, verdict_markdown
 from handoff_fsm.verify import cache, verdicts
 from handoff_fsm.verify.system import report as system_report
 from handoff_fsm.verify.system.properties import report_from_record, report_record
+from tests.gitrepo import git
 
 
 @pytest.fixture
@@ -168,3 +173,86 @@ def test_the_default_system_report_is_read_back_not_explored_again(
             system_report.default_report(Revision.SEED)
     finally:
         system_report.default_report.cache_clear()
+
+
+# ---------------------------------------------------------------------- a side's own answers
+
+FAKE_CLI = """
+import json, os, sys
+
+def main(argv):
+    with open(os.environ["FAKE_SIDE_LOG"], "a") as log:
+        log.write(json.dumps(argv) + "\\n")
+    if "--system" not in argv:
+        report = {"revision": "seed", "invariants": ["a"], "exhausted": True, "violations": []}
+        print(json.dumps({"ok": True, "orders": [report]}))
+        return 0
+    losses = int(argv[argv.index("--losses") + 1]) if "--losses" in argv else 0
+    if losses and os.environ.get("FAKE_NO_LOSSES"):
+        print("handoff-fsm check: unrecognized arguments: --losses", file=sys.stderr)
+        return 2
+    broken = {"world": [], "trace": []}
+    properties = [
+        {"name": "p", "holds": True, "counterexample": None, "tolerance": losses},
+        {"name": "q", "holds": not losses, "counterexample": broken if losses else None,
+         "tolerance": 0},
+    ]
+    if not os.environ.get("FAKE_TOLERANCE"):  # a package from before tolerances were printed
+        for p in properties:
+            del p["tolerance"]
+    result = {"revision": "seed", "settings": {"losses": losses}, "properties": properties}
+    print(json.dumps({"results": [result]}))
+    return 1 if losses else 0
+"""
+
+
+@pytest.fixture
+def fake_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A work tree whose ``handoff_fsm`` answers ``check`` from canned JSON, logging each
+    command line it is asked."""
+    repo = tmp_path / "fake"
+    (repo / "handoff_fsm").mkdir(parents=True)
+    (repo / "handoff_fsm" / "__init__.py").write_text("")
+    (repo / "handoff_fsm" / "cli.py").write_text(FAKE_CLI)
+    git(repo, "init", "--quiet")
+    monkeypatch.setenv("FAKE_SIDE_LOG", str(tmp_path / "asked.jsonl"))
+    monkeypatch.setenv(cache.ENVIRONMENT, str(tmp_path / "kept"))
+    return repo
+
+
+def _asked(fake_side: Path) -> list[list[str]]:
+    log = fake_side.parent / "asked.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.mark.parametrize("printed", ["tolerance", "holds only"])
+def test_a_side_is_asked_each_question_once_and_its_tolerance_read(
+    fake_side: Path, monkeypatch: pytest.MonkeyPatch, printed: str
+) -> None:
+    if printed == "tolerance":
+        monkeypatch.setenv("FAKE_TOLERANCE", "1")
+    [verdict] = verdicts.judge("worktree:seed", losses=1, cwd=fake_side)
+    assert sorted(_asked(fake_side)) == [
+        ["check", "--revision", "seed", "--json"],
+        ["check", "--revision", "seed", "--system", "--json"],
+        ["check", "--revision", "seed", "--system", "--losses", "1", "--json"],
+    ]
+    assert (verdict.invariants, verdict.properties, verdict.broken) == (("a",), ("p", "q"), ())
+    assert (verdict.losses, verdict.tolerance) == (1, (("p", 1), ("q", 0)))
+    assert verdict.lost_to() == ("q",)
+    again = verdicts.judge("worktree:seed", losses=1, cwd=fake_side)
+    assert again == (verdict,) and len(_asked(fake_side)) == 3  # kept: nobody was asked
+    (fake_side / "handoff_fsm" / "__init__.py").write_text("# edited\n")
+    verdicts.judge("worktree:seed", losses=1, cwd=fake_side)
+    assert len(_asked(fake_side)) == 6  # another package: asked afresh
+
+
+def test_a_side_that_cannot_check_with_losses_has_no_tolerance(
+    fake_side: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NO_LOSSES", "1")
+    [verdict] = verdicts.judge("worktree:seed", losses=1, cwd=fake_side)
+    assert (verdict.properties, verdict.losses, verdict.tolerance) == (("p", "q"), 0, ())
+    lines = verdict_markdown([verdict, replace(verdict, side="x", losses=1)], Links())
+    row = next(line for line in lines if line.startswith("| `worktree:seed`"))
+    assert " | not checked | " in row
