@@ -369,14 +369,8 @@ class _Writer:
             return
         phases = self._phases()
         for upper, lower in itertools.pairwise(phases):
-            # The lower phase starts below every region of the upper one: at the label of
-            # the transition between them when there is one, else at its top.
-            joints = [
-                _via(edge)
-                for edge in self.model.edges
-                if (edge.source, edge.target) == (upper.id, lower.id)
-            ]
-            target = joints[0] if joints else self._top(lower)
+            # The lower phase starts below every region of the upper one.
+            target = self._joint(upper, lower)
             for region in self._regions(upper):
                 g.edge(self._bottom(region), target, style="invis")
         if not phases:
@@ -392,6 +386,16 @@ class _Writer:
         ]
         self._row(g, [*bottoms, *finals])
 
+    def _joint(self, upper: StateNode, lower: StateNode) -> str:
+        """Where the phase ``lower`` starts below ``upper``: at the label of the transition
+        between them when there is one, else at its top."""
+        joints = [
+            _via(edge)
+            for edge in self.model.edges
+            if (edge.source, edge.target) == (upper.id, lower.id)
+        ]
+        return joints[0] if joints else self._top(lower)
+
     def _arrange_stacked(self, g: Any) -> None:
         """Each parallel state's regions one under the other, in document order, the
         phases below one another, final top-level states below the last phase."""
@@ -406,14 +410,8 @@ class _Writer:
                     above = self._ends(region)
         phases = self._phases()
         for upper, lower in itertools.pairwise(phases):
-            # The lower phase starts below the upper one's last (lowest) region: at the
-            # label of the transition between them when there is one, else at its top.
-            joints = [
-                _via(edge)
-                for edge in self.model.edges
-                if (edge.source, edge.target) == (upper.id, lower.id)
-            ]
-            target = joints[0] if joints else self._top(lower)
+            # The lower phase starts below the upper one's last (lowest) region.
+            target = self._joint(upper, lower)
             for end in self._ends(self._regions(upper)[-1]):
                 g.edge(end, target, style="invis")
         if not phases:
