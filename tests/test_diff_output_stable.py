@@ -26,14 +26,17 @@ COMMAND = "handoff-fsm diff seed a976b2bf -o out"
 def _run(directory: Path, hash_seed: str) -> dict[str, bytes]:
     """The files one fresh ``diff seed a976b2bf -o out`` process writes, by name."""
     directory.mkdir()
-    subprocess.run(
+    process = subprocess.run(
         [sys.executable, "-m", "handoff_fsm", *COMMAND.split()[1:]],
         cwd=directory,
         env={**os.environ, "PYTHONHASHSEED": hash_seed},
         capture_output=True,
-        check=False,  # the two revisions differ: exit status 1
+        check=False,
     )
     out = directory / "out"
+    said = process.stderr.decode(errors="replace")
+    # exit status 1: the two revisions differ; anything else, or no folder, is a failure
+    assert process.returncode == 1 and out.is_dir(), f"exit {process.returncode}: {said}"
     return {path.name: path.read_bytes() for path in sorted(out.iterdir())}
 
 

@@ -34,7 +34,6 @@ inside the picture (:mod:`~handoff_fsm.render.legend`) explains exactly those.
 
 from __future__ import annotations
 
-import itertools
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ import graphviz
 
 from handoff_fsm.render.labels import html, plain, text
 from handoff_fsm.render.legend import Key, Mark, statechart_legend
+from handoff_fsm.render.placement import Placement, cluster_name, order_node, via
 from handoff_fsm.render.style import (
     DIFF_FILL,
     DIFF_LINE,
@@ -196,21 +196,6 @@ def edge_label_lines(edge: Edge) -> list[str]:
     return [line for _, line in row_lines(edge_rows(edge))]
 
 
-def _cluster(state_id: str) -> str:
-    return f"cluster_{state_id}"
-
-
-def _order_node(state_id: str) -> str:
-    """The invisible node atop a parallel state that orders its regions (side by side,
-    or the first one below it when stacked)."""
-    return f"__order_{state_id}__"
-
-
-def _via(edge: Edge) -> str:
-    """The node that holds a transition's label (see the module's rule)."""
-    return f"__via_{edge.index}__"
-
-
 def _coloured(markup: str, colour: str, size: int | None = None) -> str:
     sized = f' point-size="{size}"' if size is not None else ""
     return f'<font color="{colour}"{sized}>{markup}</font>'
@@ -234,6 +219,7 @@ class _Writer:
         self.ids = ids
         self.diff = diff
         self.stacked = stacked  # regions one under the other (see the module's layout)
+        self.place = Placement(model, stacked=stacked)
         self.used: set[Key] = set()
 
     # -- structure -----------------------------------------------------------
@@ -298,8 +284,8 @@ class _Writer:
         self.used.add(Mark.START)
         g.edge(
             "__start__",
-            self._top(initial),
-            **({"lhead": _cluster(initial.id)} if initial.is_cluster else {}),
+            self.place.top(initial),
+            **({"lhead": cluster_name(initial.id)} if initial.is_cluster else {}),
         )
         for state_id in model.top_level:
             self._state(g, model.state(state_id))
@@ -313,133 +299,9 @@ class _Writer:
                 end, label="", shape="doublecircle", style="filled", fillcolor=_INK, width="0.09"
             )
             g.edge(final.id, end)
-        self._arrange(g)
+        self.place.arrange(g)
         if self.hl is not None and self.hl.notes:
             self._notes(g, self.hl.notes, after=[f"__end_{final.id}__" for final in finals])
-
-    # -- arrangement (invisible constraints only: nothing here is drawn) -------
-
-    def _phases(self) -> list[StateNode]:
-        """The top-level states drawn as clusters, in document order."""
-        return [self.model.state(s) for s in self.model.top_level if self.model.state(s).is_cluster]
-
-    def _regions(self, phase: StateNode) -> list[StateNode]:
-        children = self.model.children(phase.id)
-        return (
-            [c for c in children if c.is_cluster] if phase.kind is StateKind.PARALLEL else [phase]
-        )
-
-    def _bottom(self, region: StateNode) -> str:
-        """The leaf drawn lowest in a region column: its first final state, else its last."""
-        leaves = [c for c in self.model.children(region.id) if not c.is_cluster]
-        finals = [leaf for leaf in leaves if leaf.final]
-        return (finals[0] if finals else leaves[-1]).id
-
-    def _ends(self, region: StateNode) -> list[str]:
-        """The leaves a region column ends at: its lowest, and every other one no
-        transition leaves (a final state such as ``untouched``)."""
-        left = {
-            edge.source
-            for edge in self.model.edges
-            if edge.kind is not EdgeKind.REJECTION and edge.target != edge.source
-        }
-        bottom = self._bottom(region)
-        leaves = [c.id for c in self.model.children(region.id) if not c.is_cluster]
-        return [bottom, *(leaf for leaf in leaves if leaf not in left and leaf != bottom)]
-
-    def _start(self, region: StateNode) -> str:
-        """The node atop a region column: its initial marker, else its first state."""
-        if any(c.initial for c in self.model.children(region.id)):
-            return f"__initial_{region.id}__"
-        return self._top(region)
-
-    def _top(self, state: StateNode) -> str:
-        """The node at the top of a cluster: its region-ordering node, or its first state."""
-        return _order_node(state.id) if state.kind is StateKind.PARALLEL else self._anchor_in(state)
-
-    def _arrange(self, g: Any) -> None:
-        """Regions side by side, phases stacked, ``complete`` beside the last phase (when
-        stacked: regions stacked too, ``complete`` below the last phase).
-
-        Every constraint is an invisible edge or a ``rank=same`` group, so the
-        picture shows only the chart; they only tell Graphviz where things go.
-        """
-        if self.stacked:
-            self._arrange_stacked(g)
-            return
-        phases = self._phases()
-        for upper, lower in itertools.pairwise(phases):
-            # The lower phase starts below every region of the upper one.
-            target = self._joint(upper, lower)
-            for region in self._regions(upper):
-                g.edge(self._bottom(region), target, style="invis")
-        if not phases:
-            return
-        last = phases[-1]
-        bottoms = [self._bottom(region) for region in self._regions(last)]
-        # Final top-level states sit on the last phase's bottom rank, to its right; other
-        # top-level states (a976b2bf's decoding) stack above them through their edges.
-        finals = [
-            s
-            for s in self.model.top_level
-            if not self.model.state(s).is_cluster and self.model.state(s).final
-        ]
-        self._row(g, [*bottoms, *finals])
-
-    def _joint(self, upper: StateNode, lower: StateNode) -> str:
-        """Where the phase ``lower`` starts below ``upper``: at the label of the transition
-        between them when there is one, else at its top."""
-        joints = [
-            _via(edge)
-            for edge in self.model.edges
-            if (edge.source, edge.target) == (upper.id, lower.id)
-        ]
-        return joints[0] if joints else self._top(lower)
-
-    def _arrange_stacked(self, g: Any) -> None:
-        """Each parallel state's regions one under the other, in document order, the
-        phases below one another, final top-level states below the last phase."""
-        for state in self.model.states:
-            if state.kind is StateKind.PARALLEL:
-                # The first region hangs below the node atop the state, each next one
-                # below every leaf the one above it ends at.
-                above = [_order_node(state.id)]
-                for region in self._regions(state):
-                    for node in above:
-                        g.edge(node, self._start(region), style="invis")
-                    above = self._ends(region)
-        phases = self._phases()
-        for upper, lower in itertools.pairwise(phases):
-            # The lower phase starts below the upper one's last (lowest) region.
-            target = self._joint(upper, lower)
-            for end in self._ends(self._regions(upper)[-1]):
-                g.edge(end, target, style="invis")
-        if not phases:
-            return
-        # Final top-level states below the last phase; the others (a976b2bf's decoding)
-        # beside the phases, where their transitions lead.
-        bottom = self._anchor_out(phases[-1])
-        for state_id in self.model.top_level:
-            state = self.model.state(state_id)
-            if state.final and not state.is_cluster:
-                g.edge(bottom, state_id, style="invis")
-
-    @staticmethod
-    def _row(g: Any, nodes: list[str]) -> None:
-        """``nodes`` on one rank, left to right in this order."""
-        with g.subgraph() as row:
-            row.attr(rank="same")
-            for node in nodes:
-                row.node(node)
-        for left, right in itertools.pairwise(nodes):
-            g.edge(left, right, style="invis")
-
-    def _anchor_in(self, state: StateNode) -> str:
-        """An atomic state inside ``state`` to attach cluster edges to (its initial path)."""
-        while state.is_cluster:
-            children = self.model.children(state.id)
-            state = next((c for c in children if c.initial), children[0])
-        return state.id
 
     # -- states --------------------------------------------------------------
 
@@ -494,17 +356,17 @@ class _Writer:
                 }
                 if status is Status.REMOVED and "dashed" not in style:
                     attrs["style"] = style + ",dashed"
-        with g.subgraph(name=_cluster(state.id), graph_attr=attrs) as cluster:
+        with g.subgraph(name=cluster_name(state.id), graph_attr=attrs) as cluster:
             children = self.model.children(state.id)
             if state.kind is StateKind.PARALLEL and self.stacked:
                 # Transitions into the state end here; its first region hangs below it
-                # (:meth:`_arrange_stacked`).
-                order = _order_node(state.id)
+                # (:meth:`.Placement.arrange`).
+                order = order_node(state.id)
                 cluster.node(order, shape="point", width="0", height="0", style="invis")
             elif state.kind is StateKind.PARALLEL:
                 # Graphviz keeps the out-edges of an ``ordering=out`` node left to right as
                 # written: the regions stand side by side in document order.
-                order = _order_node(state.id)
+                order = order_node(state.id)
                 cluster.node(
                     order, shape="point", width="0", height="0", style="invis", ordering="out"
                 )
@@ -516,7 +378,7 @@ class _Writer:
                 if initial is not None:
                     marker = f"__initial_{state.id}__"
                     cluster.node(marker, label="", shape="point", width="0.12")
-                    cluster.edge(marker, self._anchor_in(initial))
+                    cluster.edge(marker, self.place.anchor_in(initial))
             for child in children:
                 self._state(cluster, child)
             self._joints(cluster, state.id)
@@ -694,7 +556,7 @@ class _Writer:
                 label, attrs = self._look(edge)
                 colour = attrs.get("fontcolor", _INK)
                 g.node(
-                    _via(edge),
+                    via(edge),
                     label=label or plain(""),
                     shape="plaintext",
                     fontsize="10",
@@ -713,11 +575,11 @@ class _Writer:
             line = {k: v for k, v in attrs.items() if k != "fontcolor"}
             into = dict(line, arrowhead="none")
             if source.is_cluster:
-                into["ltail"] = _cluster(source.id)
-                if source == self._phases()[-1] and not self.stacked:
+                into["ltail"] = cluster_name(source.id)
+                if source == self.place.phases()[-1] and not self.stacked:
                     into["constraint"] = "false"  # ``complete`` sits beside it, not below
-            g.edge(self._anchor_out(source), _via(edge), **into)
-            g.edge(_via(edge), target.id, **line)
+            g.edge(self.place.anchor_out(source), via(edge), **into)
+            g.edge(via(edge), target.id, **line)
             return
         if source.parent is None and source.is_cluster and target.is_cluster:
             self._stacked_edge(g, edge, attrs=attrs, label=label)
@@ -725,14 +587,14 @@ class _Writer:
         if label is not None:
             attrs["label"] = label
         if source.is_cluster:
-            attrs["ltail"] = _cluster(source.id)
+            attrs["ltail"] = cluster_name(source.id)
         if target.is_cluster:
-            attrs["lhead"] = _cluster(target.id)
+            attrs["lhead"] = cluster_name(target.id)
         if source.parent is None and source.is_cluster:
             # Leaving a phase for a top-level state (``complete``): where that state sits
-            # is decided by :meth:`_arrange`, beside the last phase (stacked: below it).
+            # is decided by :meth:`.Placement.arrange`, beside the last phase (stacked: below it).
             attrs["constraint"] = "false"
-        g.edge(self._anchor_out(source), self._anchor_in(target), **attrs)
+        g.edge(self.place.anchor_out(source), self.place.anchor_in(target), **attrs)
 
     def _stacked_edge(
         self,
@@ -749,20 +611,12 @@ class _Writer:
         """
         source = self.model.state(edge.source)
         target = self.model.state(edge.target)
-        joint = _via(edge)
+        joint = via(edge)
         g.node(joint, label=label or plain(""), shape="plaintext", fontsize="10", margin="0.02")
-        regions = self._regions(source)  # from the bottom of the leftmost, or lowest
-        tail = self._bottom(regions[-1] if self.stacked else regions[0])
-        g.edge(tail, joint, **attrs, arrowhead="none", ltail=_cluster(source.id))
-        g.edge(joint, self._top(target), **attrs, lhead=_cluster(target.id))
-
-    def _anchor_out(self, state: StateNode) -> str:
-        """Where a transition leaving a cluster starts: the bottom of its last region.
-
-        The last region's column is the one beside ``complete`` (see :meth:`_arrange`);
-        stacked, it is the lowest region, above ``complete``.
-        """
-        return state.id if not state.is_cluster else self._bottom(self._regions(state)[-1])
+        regions = self.place.regions(source)  # from the bottom of the leftmost, or lowest
+        tail = self.place.bottom(regions[-1] if self.stacked else regions[0])
+        g.edge(tail, joint, **attrs, arrowhead="none", ltail=cluster_name(source.id))
+        g.edge(joint, self.place.top(target), **attrs, lhead=cluster_name(target.id))
 
     def _notes(self, g: Any, notes: tuple[str, ...], after: list[str]) -> None:
         """The trace's errors in a box to the right of the chart (after its last rank)."""
