@@ -5,7 +5,9 @@ it is asked), and its tolerances are read as it prints them."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -125,6 +127,42 @@ def test_a_folder_that_cannot_be_written_only_costs_the_computation(
     assert cache.kept("check", {}, compute, package) == {"orders": [4]}
     assert compute.calls == 2
     assert blocked.read_text() == "not a folder"
+
+
+def test_a_lock_that_cannot_be_taken_only_costs_the_wait(
+    kept_in: Path, monkeypatch: pytest.MonkeyPatch, package: Path
+) -> None:
+    """A file system without locks (``flock``: ENOLCK) still answers, and still keeps."""
+    import fcntl  # noqa: PLC0415 - POSIX, as the cache's locks
+
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    compute = Counted({"orders": [5]})
+    assert cache.kept("check", {}, compute, package) == {"orders": [5]}
+    assert cache.kept("check", {}, compute, package) == {"orders": [5]}
+    assert compute.calls == 1
+
+
+def test_a_package_file_that_cannot_be_read_only_costs_the_computation(
+    kept_in: Path, monkeypatch: pytest.MonkeyPatch, package: Path
+) -> None:
+    """A file gone between listing the package and reading it: no key, nothing kept."""
+    vanished = package / "handoff_fsm" / "sub" / "page.css"
+    read = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self == vanished:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(self))
+        return read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    compute = Counted({"orders": [6]})
+    assert cache.kept("check", {}, compute, package) == {"orders": [6]}
+    assert cache.kept("check", {}, compute, package) == {"orders": [6]}
+    assert compute.calls == 2
+    assert not list(kept_in.glob("*.json"))
 
 
 def test_a_kept_verdict_is_what_judging_gives(

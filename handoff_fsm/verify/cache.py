@@ -6,9 +6,10 @@ own sources, wherever they live: the running package, a ``git:`` side's export, 
 work tree), the interpreter's and the dependencies' versions, and the question asked
 (a kind and its parameters, as JSON). An exhaustive exploration is deterministic, so
 the same key gives the same JSON, and a package edited by one byte is judged afresh.
-Keeping results only saves time: a folder that cannot be made or written, or a file
-that cannot be read as a result, makes the caller compute it (and nothing is said);
-the answer is the same either way.
+Keeping results only saves time: a folder that cannot be made or written, a lock
+that cannot be taken, a package file that cannot be read, or a kept file that cannot
+be read as a result, makes the caller compute it (and nothing is said); the answer is
+the same either way.
 
 Where: ``$HANDOFF_FSM_CACHE`` (a folder, or ``off`` to keep nothing), else
 ``$XDG_CACHE_HOME/handoff-fsm``, else ``~/.cache/handoff-fsm``. Each result is one
@@ -101,7 +102,10 @@ def kept(
     where = folder()
     if where is None:
         return compute()
-    name = key(kind, parameters, root)
+    try:
+        name = key(kind, parameters, root)
+    except OSError:  # a package file that cannot be read: no key, nothing kept
+        return compute()
     path = where / f"{name}.json"
     with suppress(OSError):
         where.mkdir(parents=True, exist_ok=True)
@@ -141,7 +145,8 @@ def _turn(where: Path, name: str) -> Iterator[None]:
         yield
         return
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        with suppress(OSError):  # no lock to be had (ENOLCK): both compute, alike
+            fcntl.flock(lock, fcntl.LOCK_EX)
         yield
     finally:
         os.close(lock)
