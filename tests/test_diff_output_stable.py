@@ -27,7 +27,7 @@ def _run(directory: Path, hash_seed: str) -> dict[str, bytes]:
     """The files one fresh ``diff seed a976b2bf -o out`` process writes, by name."""
     directory.mkdir()
     process = subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", *COMMAND.split()[1:]],
+        [sys.executable, "-X", "faulthandler", "-m", "handoff_fsm", *COMMAND.split()[1:]],
         cwd=directory,
         env={**os.environ, "PYTHONHASHSEED": hash_seed},
         capture_output=True,
@@ -35,7 +35,8 @@ def _run(directory: Path, hash_seed: str) -> dict[str, bytes]:
     )
     out = directory / "out"
     said = process.stderr.decode(errors="replace")
-    # exit status 1: the two revisions differ; anything else, or no folder, is a failure
+    # exit status 1: the two revisions differ; anything else (a signal: below 0, with
+    # faulthandler's traceback), or no folder, is a failure
     assert process.returncode == 1 and out.is_dir(), f"exit {process.returncode}: {said}"
     return {path.name: path.read_bytes() for path in sorted(out.iterdir())}
 

@@ -408,11 +408,16 @@ class ChangeVerdict:
 def judge_change(
     report: DiffReport, *, cwd: Path | None = None, system: bool = True, losses: int = 0
 ) -> ChangeVerdict:
-    """Judge both sides of ``report`` (:func:`judge`, at once) and compare them."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        a, b = pool.map(
-            lambda side: judge(side, system=system, losses=losses, cwd=cwd), (report.a, report.b)
-        )
+    """Judge both sides of ``report`` (:func:`judge`) and compare them. A side judged in
+    another process is waited for beside the other; two sides of this package are
+    judged one after the other (threads would only share one interpreter's time)."""
+    sides = (report.a, report.b)
+    judged = partial(judge, system=system, losses=losses, cwd=cwd)
+    if all(parse_side(side).in_process for side in sides):
+        a, b = (judged(side) for side in sides)
+    else:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            a, b = pool.map(judged, sides)
     return change_verdict(report, a, b, cwd=cwd)
 
 
