@@ -43,7 +43,7 @@ import graphviz
 
 from handoff_fsm.render.labels import html, plain, text
 from handoff_fsm.render.legend import Key, Mark, statechart_legend
-from handoff_fsm.render.placement import Placement, cluster_name, order_node, via
+from handoff_fsm.render.placement import Placement, cluster_name, initial_node, order_node, via
 from handoff_fsm.render.style import (
     DIFF_FILL,
     DIFF_LINE,
@@ -372,11 +372,11 @@ class _Writer:
                 )
                 for region in children:
                     if region.is_cluster:
-                        cluster.edge(order, f"__initial_{region.id}__", style="invis")
+                        cluster.edge(order, initial_node(region.id), style="invis")
             else:
                 initial = next((c for c in children if c.initial), None)
                 if initial is not None:
-                    marker = f"__initial_{state.id}__"
+                    marker = initial_node(state.id)
                     cluster.node(marker, label="", shape="point", width="0.12")
                     cluster.edge(marker, self.place.anchor_in(initial))
             for child in children:

@@ -26,6 +26,11 @@ def order_node(state_id: str) -> str:
     return f"__order_{state_id}__"
 
 
+def initial_node(state_id: str) -> str:
+    """The initial marker (a dot) atop a compound state's first state."""
+    return f"__initial_{state_id}__"
+
+
 def via(edge: Edge) -> str:
     """The node that holds a transition's label (see :mod:`~handoff_fsm.render.dot`)."""
     return f"__via_{edge.index}__"
@@ -70,7 +75,7 @@ class Placement:
     def _start(self, region: StateNode) -> str:
         """The node atop a region column: its initial marker, else its first state."""
         if any(c.initial for c in self.model.children(region.id)):
-            return f"__initial_{region.id}__"
+            return initial_node(region.id)
         return self.top(region)
 
     def top(self, state: StateNode) -> str:
