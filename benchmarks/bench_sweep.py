@@ -28,6 +28,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from distributed import get_task_stream
+
 from handoff_fsm.simulate.sweep import Cell, Summary, grid, local_client, run_cell, run_cells
 
 SPEEDUP_TARGET = 1.7
@@ -64,18 +66,21 @@ def on_cluster(cells: Sequence[Cell], workers: int) -> tuple[float, float, list[
     with local_client(workers) as client:
         client.wait_for_workers(workers)
         client.run(_warm)
-        client.get_task_stream()  # starts recording
-        began = time.time()
-        started = time.perf_counter()
-        run_cells(client, cells, done.__setitem__)
-        seconds = time.perf_counter() - started
-        stream = client.get_task_stream(start=began)
+        # Dask's context manager collects the tasks recorded after its entry by the
+        # scheduler's own count, not by a time: the workers' clocks, as the scheduler
+        # corrects them, may place a short task before a time this process read.
+        with get_task_stream(client=client) as stream:
+            started = time.perf_counter()
+            run_cells(client, cells, done.__setitem__)
+            seconds = time.perf_counter() - started
     computing = sum(
         span["stop"] - span["start"]
-        for task in stream
+        for task in stream.data
         for span in task["startstops"]
         if span["action"] == "compute"
     )
+    if not computing > 0.0:
+        raise RuntimeError(f"Dask's task stream recorded no compute span of {len(cells)} cells")
     return seconds, computing, [done[cell] for cell in cells]
 
 
