@@ -218,8 +218,7 @@ class _Writer:
         self.hl = highlight
         self.ids = ids
         self.diff = diff
-        self.stacked = stacked  # regions one under the other (see the module's layout)
-        self.place = Placement(model, stacked=stacked)
+        self.place = Placement(model, stacked=stacked)  # see the module's layout
         self.used: set[Key] = set()
 
     # -- structure -----------------------------------------------------------
@@ -272,7 +271,7 @@ class _Writer:
         }
         with g.subgraph(name="cluster___chart__", graph_attr=chart_attrs) as chart:
             self._chart(chart)
-        g.attr(label=statechart_legend(self.used, one_column=self.stacked))
+        g.attr(label=statechart_legend(self.used, one_column=self.place.stacked))
         return g
 
     def _chart(self, g: Any) -> None:
@@ -358,7 +357,7 @@ class _Writer:
                     attrs["style"] = style + ",dashed"
         with g.subgraph(name=cluster_name(state.id), graph_attr=attrs) as cluster:
             children = self.model.children(state.id)
-            if state.kind is StateKind.PARALLEL and self.stacked:
+            if state.kind is StateKind.PARALLEL and self.place.stacked:
                 # Transitions into the state end here; its first region hangs below it
                 # (:meth:`.Placement.arrange`).
                 order = order_node(state.id)
@@ -576,7 +575,7 @@ class _Writer:
             into = dict(line, arrowhead="none")
             if source.is_cluster:
                 into["ltail"] = cluster_name(source.id)
-                if source == self.place.phases()[-1] and not self.stacked:
+                if source == self.place.phases()[-1] and not self.place.stacked:
                     into["constraint"] = "false"  # ``complete`` sits beside it, not below
             g.edge(self.place.anchor_out(source), via(edge), **into)
             g.edge(via(edge), target.id, **line)
@@ -613,8 +612,7 @@ class _Writer:
         target = self.model.state(edge.target)
         joint = via(edge)
         g.node(joint, label=label or plain(""), shape="plaintext", fontsize="10", margin="0.02")
-        regions = self.place.regions(source)  # from the bottom of the leftmost, or lowest
-        tail = self.place.bottom(regions[-1] if self.stacked else regions[0])
+        tail = self.place.descent(source)
         g.edge(tail, joint, **attrs, arrowhead="none", ltail=cluster_name(source.id))
         g.edge(joint, self.place.top(target), **attrs, lhead=cluster_name(target.id))
 

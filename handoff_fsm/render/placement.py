@@ -166,6 +166,12 @@ class Placement:
             state = next((c for c in children if c.initial), children[0])
         return state.id
 
+    def descent(self, phase: StateNode) -> str:
+        """Where a transition down to the next phase leaves ``phase``: the bottom of its
+        leftmost region side by side, of its lowest one stacked."""
+        regions = self.regions(phase)
+        return self.bottom(regions[-1] if self.stacked else regions[0])
+
     def anchor_out(self, state: StateNode) -> str:
         """Where a transition leaving a cluster starts: the bottom of its last region.
 
