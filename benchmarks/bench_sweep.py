@@ -67,8 +67,8 @@ def on_cluster(cells: Sequence[Cell], workers: int) -> tuple[float, float, list[
         client.wait_for_workers(workers)
         client.run(_warm)
         # Dask's context manager collects the tasks recorded after its entry by the
-        # scheduler's own count, not by a time: the workers' clocks, as the scheduler
-        # corrects them, may place a short task before a time this process read.
+        # scheduler's own count, not by a time: a time bound drops tasks when the client
+        # and the workers differ in latency or clock (Dask's own docstring says so).
         with get_task_stream(client=client) as stream:
             started = time.perf_counter()
             run_cells(client, cells, done.__setitem__)
