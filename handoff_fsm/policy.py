@@ -33,6 +33,12 @@ The rules, each a consequence of real workers being remote and fallible:
   still owes that acknowledgement is held back, then applied, in arrival order,
   after the next acknowledgement the coordinator accepts. Facts still held when
   cleanup begins are reported in :attr:`SessionResult.unapplied`.
+* **first answer stands**: an action can be answered more than once (a network
+  duplicate, a cleanup action sent again), and a real worker answers each copy from
+  what it holds when it arrives (``Applied``, then ``Noop`` for a cancel of what the
+  first copy freed). The coordinator keeps the first answer and refuses a different
+  later one as conflicting, changing nothing; the policy keeps that later answer in
+  :attr:`SessionResult.ignored`, with why, and not as a rejection.
 
 Nothing is dropped silently: every input the coordinator refused and the policy
 could not handle, every input ignored, and every mistake of a runtime's executor
@@ -84,6 +90,7 @@ from handoff_fsm.policy_checks import (
 # runtimes import a session's values from the policy that makes them.
 from handoff_fsm.session_values import NOTHING as NOTHING  # noqa: PLC0414
 from handoff_fsm.session_values import ExecutorError as ExecutorError  # noqa: PLC0414
+from handoff_fsm.session_values import Ignored as Ignored  # noqa: PLC0414
 from handoff_fsm.session_values import Rejection as Rejection  # noqa: PLC0414
 from handoff_fsm.session_values import SessionInput as SessionInput  # noqa: PLC0414
 from handoff_fsm.session_values import SessionResult as SessionResult  # noqa: PLC0414
@@ -197,7 +204,7 @@ class _Log:
     unapplied: list[HandoffFact] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
     executor_errors: list[ExecutorError] = field(default_factory=list)
-    ignored: list[SessionInput] = field(default_factory=list)
+    ignored: list[Ignored] = field(default_factory=list)
     refusals: dict[ErrorCode, int] = field(default_factory=dict)
     given_up: set[int] = field(default_factory=set)
     """Ids of the actions in ``failed`` and ``abandoned``: their outcomes are ignored."""
@@ -448,7 +455,7 @@ class SessionPolicy:
         if self._gave_up:
             if type(fact) not in _FACT_TYPES:  # otherwise the coordinator says so
                 raise TypeError(f"fact() takes a HandoffFact, not {type(fact).__name__}")
-            self._note().ignored.append(fact)
+            self._note().ignored.append(Ignored(fact, GAVE_UP))
             return NOTHING
         try:
             actions = self._coordinator.on_fact(fact)
@@ -480,7 +487,8 @@ class SessionPolicy:
         if log is not None:
             check_acknowledgement(action_id, outcome)  # an ignored one is checked here too
             if self._gave_up or action_id in log.given_up:
-                log.ignored.append((action_id, outcome))
+                why = GAVE_UP if self._gave_up else f"the session stopped waiting for #{action_id}"
+                log.ignored.append(Ignored((action_id, outcome), why))
                 return NOTHING
         try:
             actions = self._coordinator.on_action_outcome(action_id, outcome)
@@ -491,7 +499,12 @@ class SessionPolicy:
                 # a976b2bf: a late answer to an action issued before the handoff completed
                 # (a duplicate, say) reaches the reopened cleanup, whose journal starts
                 # afresh; the completed handoff took it silently, so does the session.
-                self._note().ignored.append((action_id, outcome))
+                why = f"#{action_id} was issued before the handoff completed and reopened"
+                self._note().ignored.append(Ignored((action_id, outcome), why))
+                return NOTHING
+            if self._answers_a_repeat(error):
+                why = f"#{action_id} was answered already; this answers a repeated delivery"
+                self._note().ignored.append(Ignored((action_id, outcome), why))
                 return NOTHING
             # A refused acknowledgement (say Failed for a cancel) acknowledges nothing:
             # if the action still awaits one, this send counts as lost.
@@ -705,6 +718,14 @@ class SessionPolicy:
         if not any(type(e.issued.action) in CLEANUP_ACTIONS for e in awaiting.values()):
             self._gave_up = True
 
+    def _answers_a_repeat(self, error: HandoffError) -> bool:
+        """The refused answer is for an action the coordinator holds another answer for:
+        the answer to a repeated delivery (a network duplicate, or a cleanup action sent
+        again), which a worker gives from what it holds when the copy arrives. The first
+        answer stands (docs/driving.md): the coordinator changed nothing, and the later
+        one is kept in :attr:`SessionResult.ignored`, not as a rejection."""
+        return error.code is HandoffErrorCode.CONFLICTING_OUTCOME
+
     def _before_reopen(self, action_id: int) -> bool:
         """The coordinator completed and reopened its cleanup (a976b2bf, after Success),
         and ``action_id`` was issued before it reopened (its ids count on)."""
@@ -725,3 +746,5 @@ class SessionPolicy:
 
 
 _FACT_TYPES: Final = frozenset(FACT_TYPES)
+GAVE_UP: Final = "the session had given up on its cleanup"
+"""Why an input after the session gave up was not applied."""

@@ -83,6 +83,15 @@ class Rejection:
 
 
 @dataclass(frozen=True, slots=True)
+class Ignored:
+    """An input the policy did not apply, and why: nothing given to a session is dropped
+    from its record."""
+
+    input: SessionInput
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutorError:
     """A send a runtime's executor got wrong: it answered something that is not an outcome.
 
@@ -127,11 +136,13 @@ class SessionResult:
     inputs: int
     """Inputs fed to the coordinator: start, facts (each try of a held-back one), outcomes,
     and the ``TimedOut``/``Failed`` the policy made up; not the ignored ones."""
-    ignored: tuple[SessionInput, ...]
-    """Inputs not fed to the coordinator: acknowledgements of actions the session had
-    already given up on, and any input after the session gave up; and acknowledgements a
-    reopened cleanup (a976b2bf) refused as unknown, of actions issued before the handoff
-    completed (late answers the completed handoff would have taken silently)."""
+    ignored: tuple[Ignored, ...]
+    """Inputs the policy did not apply, each with why: acknowledgements of actions the
+    session had already given up on, and any input after the session gave up; a later
+    answer to an action already answered otherwise (the answer to a repeated delivery, a
+    duplicate or a re-send: the first answer stands); and acknowledgements a reopened
+    cleanup (a976b2bf) refused as unknown, of actions issued before the handoff completed
+    (late answers the completed handoff would have taken silently)."""
 
     @property
     def unconfirmed_owners(self) -> tuple[Owner, ...]:

@@ -178,7 +178,8 @@ def test_an_acknowledgement_after_its_action_was_failed_is_ignored_and_recorded(
     timer = action_timers(p.start(0.0))[0]
     p.expire(timer, 5.0)
     assert p.outcome(0, SUBMITTED, 6.0) == NOTHING  # would conflict with the Failed
-    assert p.result.ignored == ((0, SUBMITTED),)
+    assert [i.input for i in p.result.ignored] == [(0, SUBMITTED)]
+    assert p.result.ignored[0].reason == "the session stopped waiting for #0"
     assert p.result.rejected == ()
 
 
@@ -252,7 +253,11 @@ def test_cleanup_is_abandoned_after_its_retries_and_reported() -> None:
     assert p.outcome(cancel_source.id, APPLIED, 30.0) == NOTHING
     assert p.fact(hf.Canceled(handoff_id=HID), 31.0) == NOTHING
     assert p.start(32.0) == NOTHING
-    assert p.result.ignored == ((cancel_source.id, APPLIED), hf.Canceled(handoff_id=HID))
+    assert [i.input for i in p.result.ignored] == [
+        (cancel_source.id, APPLIED),
+        hf.Canceled(handoff_id=HID),
+    ]
+    assert {i.reason for i in p.result.ignored} == {"the session had given up on its cleanup"}
     assert not p.coordinator.is_complete
 
 

@@ -155,7 +155,8 @@ def test_a_late_acknowledgement_in_a_reopened_cleanup_is_ignored() -> None:
     coordinator, policy = _succeeded_and_reopened()
     assert policy.outcome(4, HandoffActionOutcome.APPLIED, 2.0) == SessionStep()
     assert policy.result.rejected == ()
-    assert policy.result.ignored == ((4, HandoffActionOutcome.APPLIED),)
+    assert [i.input for i in policy.result.ignored] == [(4, HandoffActionOutcome.APPLIED)]
+    assert "issued before the handoff completed" in policy.result.ignored[0].reason
     assert not coordinator.is_complete  # the cleanup goes on
 
 

@@ -38,6 +38,7 @@ from handoff_fsm.verify.system import (
     system_lifecycle,
     world,
 )
+from handoff_fsm.verify.system.assumptions import Workers
 
 SEED, A976 = Revision.SEED, Revision.A976B2BF
 ONE_ORDER = (HandoffOrder.SOURCE_FIRST,)
@@ -138,7 +139,7 @@ def test_forgetful_workers_leak_when_a_cancel_overtakes_its_action(revision: Rev
     request when the action it cancels arrives after it: the handoff completes
     (Canceled) and the worker holds the KV for good, with no loss at all."""
     report = check_system(revision, orders=ONE_ORDER, workers="forgetful")
-    assert report.settings.to_json()["workers"] == "forgetful"
+    assert report.to_json()["assumptions"]["workers"] == "forgetful"
     for name in (Property.NO_KV_LEAK, Property.HONEST_ABANDONMENT):
         example = _example(report, name)
         texts = [step.text for step in example.world]
@@ -154,7 +155,7 @@ def test_remembering_workers_refuse_the_work_a_cancel_overtook() -> None:
     remembering worker refuses the action (``Failed``) and stays free; the forgetful one
     takes it. Each worker's bit is its own."""
     for cancel, work in ((CancelSource, SubmitPrefill), (CancelDestination, ReserveDestination)):
-        for workers, held in ((world.Workers.REMEMBERING, False), (world.Workers.FORGETFUL, True)):
+        for workers, held in ((Workers.REMEMBERING, False), (Workers.FORGETFUL, True)):
             source, destination, flags, answer, _ = world.answers(
                 world.FREE, world.FREE, 0, world.KIND_INDEX[cancel], workers
             )
@@ -208,7 +209,15 @@ def test_a_lost_message_is_drawn_crossed() -> None:
 
 def test_json_has_the_issues_shape() -> None:
     data = system_reports()[SEED].to_json()
-    assert set(data) == {"revision", "settings", "states", "transitions", "seconds", "properties"}
+    assert set(data) == {
+        "revision",
+        "assumptions",
+        "settings",
+        "states",
+        "transitions",
+        "seconds",
+        "properties",
+    }
     assert [p["name"] for p in data["properties"]] == [name.value for name in Property]
     for entry in data["properties"]:
         assert set(entry) == {"name", "holds", "tolerance", "statement", "counterexample"}
@@ -228,6 +237,7 @@ def test_json_has_the_issues_shape() -> None:
         {"cleanup_retries": True},
         {"orders": ()},
         {"workers": "lazy"},
+        {"answers": "by-mood"},
     ],
 )
 def test_bad_settings_are_coded(settings: dict[str, object]) -> None:
@@ -308,7 +318,7 @@ def test_the_command_prints_json_and_fails_on_a_violation(
     data = json.loads(capsys.readouterr().out)
     [result] = data["results"]
     assert set(data) == {"results"} and result["revision"] == "a976b2bf"
-    assert result["settings"]["losses"] == 1 and result["settings"]["cleanup_retries"] == 0
+    assert result["assumptions"]["losses"] == 1 and result["settings"]["cleanup_retries"] == 0
     assert result["settings"]["orders"] == ["SourceFirst"]
     broken = {p["name"] for p in result["properties"] if not p["holds"]}
     assert Property.CANCEL_STOPS_DECODE.value in broken
@@ -321,14 +331,14 @@ def test_the_command_passes_when_every_property_holds(
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert out.rstrip().endswith("OK: every property holds")
-    assert "workers that refuse work on a request they were told to cancel" in out
+    assert "a worker told to cancel a request refuses later work on it" in out
 
 
 def test_the_command_explores_forgetful_workers(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["check", "--system", "--revision", "a976b2bf", "--order", "SourceFirst"]
     assert cli.main([*argv, "--workers", "forgetful", "--json"]) == 1
     [result] = json.loads(capsys.readouterr().out)["results"]
-    assert result["settings"]["workers"] == "forgetful"
+    assert result["assumptions"]["workers"] == "forgetful"
     assert {p["name"] for p in result["properties"] if not p["holds"]} >= {"no_kv_leak"}
 
 
@@ -343,6 +353,12 @@ def test_the_command_explores_forgetful_workers(capsys: pytest.CaptureFixture[st
         ["check", "--system", "--counterexamples", "-"],
         ["check", "--system", "--workers", "lazy"],
         ["check", "--workers", "forgetful"],
+        ["check", "--system", "--answers", "by-mood"],
+        ["check", "--answers", "by-id"],
+        ["check", "--matrix"],
+        ["check", "--system", "--matrix", "--answers", "by-id"],
+        ["check", "--system", "--matrix", "--workers", "forgetful"],
+        ["check", "--system", "--matrix", "--counterexamples", "out"],
     ],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,8 @@ import argparse
 import json
 import re
 import sys
+from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -33,6 +35,8 @@ SYSTEM_ONLY: Final = (
     "cleanup_retries",
     "no_deadline",
     "workers",
+    "answers",
+    "matrix",
     "counterexamples",
 )
 """The options that only ``--system`` takes (argument names)."""
@@ -70,10 +74,25 @@ def add_system_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-deadline", action="store_true", help="a policy without a deadline")
     group.add_argument(
         "--workers",
-        type=_workers,
+        type=partial(_assumed, "Workers"),
         metavar="KIND",
-        help="what a worker does with work on a request it was already told to cancel: "
-        "refuse it (remembering, the default) or take it (forgetful)",
+        help="assumption: what a worker does with work on a request it was already told to "
+        "cancel: refuse it (remembering, the default) or take it (forgetful)",
+    )
+    group.add_argument(
+        "--answers",
+        type=partial(_assumed, "Answers"),
+        metavar="KIND",
+        help="assumption: how a worker answers an action delivered again (a duplicate, a "
+        "re-sent cancel): from what it holds when it arrives (by-state, the default: what a "
+        "real worker does) or exactly as the first time (by-id: an idempotent worker)",
+    )
+    group.add_argument(
+        "--matrix",
+        action="store_true",
+        help="explore every combination of --answers and --workers (with the --losses and "
+        "--duplicates given) and print one table of verdicts per revision: which verdict "
+        "rests on which assumption (exit status: the default assumptions' verdicts)",
     )
     group.add_argument(
         "--counterexamples",
@@ -82,14 +101,15 @@ def add_system_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _workers(text: str) -> object:
-    """``--workers``' value as the world's own kind of workers (looked up only when given)."""
-    from handoff_fsm.verify.system.world import Workers
+def _assumed(kind: str, text: str) -> object:
+    """An assumption's value as the world's own enum ``kind`` (looked up only when given)."""
+    from handoff_fsm.verify.system import assumptions
 
+    enum: type[StrEnum] = getattr(assumptions, kind)
     try:
-        return Workers(text)
+        return enum(text)
     except ValueError:
-        names = ", ".join(repr(kind.value) for kind in Workers)
+        names = ", ".join(repr(member.value) for member in enum)
         raise argparse.ArgumentTypeError(
             f"invalid choice: {quoted(text)} (choose from {names})"
         ) from None
@@ -109,28 +129,41 @@ def refuse_system_options(args: argparse.Namespace) -> None:
 
 def cli_system(args: argparse.Namespace) -> int:
     """``handoff-fsm check --system [--revision R|both] [--order O|both] [--losses N]
-    [--duplicates N] [--cleanup-retries N] [--no-deadline] [--json] [--counterexamples DIR]``."""
+    [--duplicates N] [--cleanup-retries N] [--no-deadline] [--workers W] [--answers A]
+    [--matrix] [--json] [--counterexamples DIR]``."""
     from handoff_fsm.verify.system import check_system
 
     if args.engine != "compiled":
         args.parser.error("--system runs the compiled coordinator: it takes no --engine")
+    if args.matrix:
+        varied = [o for o, v in (("--answers", args.answers), ("--workers", args.workers)) if v]
+        if varied:
+            args.parser.error(f"--matrix explores every {varied[0][2:]}: it takes no {varied[0]}")
+        if args.counterexamples is not None:
+            args.parser.error("--matrix prints a table of verdicts: it takes no --counterexamples")
     if args.counterexamples is not None:
         why = "counterexamples are many files, written into a folder"
         owned = Output("--counterexamples", args.counterexamples, Kind.FOLDER, OWNED.fullmatch, why)
         check_outputs([owned])
     orders = tuple(HandoffOrder) if args.order == BOTH else (HandoffOrder(args.order),)
     retries = 3 if args.cleanup_retries is None else args.cleanup_retries
+    settings = {
+        "losses": args.losses or 0,
+        "duplicates": args.duplicates or 0,
+        "cleanup_retries": retries,
+        "deadline": not args.no_deadline,
+        "orders": orders,
+    }
+    if args.matrix:
+        return _cli_matrix(args, settings)
+    assumed = {
+        name: value
+        for name, value in (("workers", args.workers), ("answers", args.answers))
+        if value is not None
+    }
     try:
         reports = [
-            check_system(
-                revision,
-                losses=args.losses or 0,
-                duplicates=args.duplicates or 0,
-                cleanup_retries=retries,
-                deadline=not args.no_deadline,
-                orders=orders,
-                **({} if args.workers is None else {"workers": args.workers}),
-            )
+            check_system(revision, **settings, **assumed)  # type: ignore[arg-type]
             for revision in revisions_named(args.revision)
         ]
     except HandoffError as error:
@@ -145,6 +178,7 @@ def cli_system(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"results": [report.to_json() for report in reports]}, indent=2))
         return status
+    _print_assumptions(reports[0])
     for report in reports:
         _print_report(report)
     broken = sorted({v.name.value for r in reports for v in r.verdicts if not v.holds})
@@ -153,6 +187,43 @@ def cli_system(args: argparse.Namespace) -> int:
         if not broken
         else f"FAILED: {', '.join(broken)} (counterexamples above)"
     )
+    return status
+
+
+def _print_assumptions(report: SystemReport, varied: str = "") -> None:
+    """The header every text report opens with: what every verdict below rests on."""
+    write = sys.stdout.write
+    write(
+        "assumptions (about what the project does not control; every verdict below rests "
+        f"on them{varied}):\n"
+    )
+    for line in report.settings.assumptions.header():
+        write(f"  {line}\n")
+    write("\n")
+
+
+def _cli_matrix(args: argparse.Namespace, settings: dict[str, object]) -> int:
+    """``--matrix``: every revision's table of verdicts, property by set of assumptions."""
+    from handoff_fsm.verify.system.matrix import check_matrix, matrix_lines
+
+    try:
+        tables = [
+            check_matrix(revision, **settings)  # type: ignore[arg-type]
+            for revision in revisions_named(args.revision)
+        ]
+    except HandoffError as error:
+        return fail("check", error.message, code=error.code.value, json_output=args.json)
+    status = verdict(args, 0 if all(table.reports[0].ok for table in tables) else 1)
+    if args.json:
+        print(json.dumps({"matrix": [table.to_json() for table in tables]}, indent=2))
+        return status
+    _print_assumptions(
+        tables[0].reports[0], "; the columns vary answers and workers, the first is the default"
+    )
+    for table in tables:
+        for line in matrix_lines(table):
+            print(line)
+        print()
     return status
 
 
@@ -175,7 +246,7 @@ def _print_report(report: SystemReport) -> None:
         else:
             assert judged.counterexample is not None
             status = f"VIOLATED (counterexample: {len(judged.counterexample.world)} steps)"
-        tolerance = f"; {_tolerance(judged)}" if report.settings.losses else ""
+        tolerance = f"; {_tolerance(judged)}" if report.settings.assumptions.losses else ""
         write(f"  {judged.name.value:<{width}}  {status}{tolerance}\n")
     for judged in report.verdicts:
         example = judged.counterexample
@@ -229,9 +300,10 @@ def _write_counterexamples(folder: Path, reports: list[SystemReport]) -> int | s
                 f"{number}. {step.kind}: {step.text}\n"
                 for number, step in enumerate(example.world, start=1)
             )
+            assumed = "".join(f"  {line}\n" for line in report.settings.assumptions.header())
             files[f"{name}.txt"] = (
                 f"{judged.name.value} ({report.revision.value}, {example.order.value}): "
-                f"{example.message}\n{steps}"
+                f"{example.message}\n{steps}\nassumptions:\n{assumed}"
             ).encode()
             files[f"{name}.jsonl"] = example.jsonl().encode()
             title = f"{judged.name.value}: counterexample ({report.revision.value})"

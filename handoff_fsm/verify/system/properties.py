@@ -10,12 +10,12 @@ them as the JSON ``handoff-fsm check --system --json`` prints. It judges nothing
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, Literal, cast, get_args
 
 from handoff_fsm.model import HandoffOrder, Revision
-from handoff_fsm.verify.system.world import Workers
+from handoff_fsm.verify.system.assumptions import Answers, SystemAssumptions, Workers
 
 
 class Property(StrEnum):
@@ -51,48 +51,38 @@ timer fires, a worker takes a step of its own (or fails), the client cancels."""
 
 @dataclass(frozen=True, slots=True)
 class SystemSettings:
-    """What one system check explores (its defaults are DESIGN §10's)."""
+    """What one system check explores: the revision and orders, the policy around the
+    coordinator (what the project controls), and the world's assumptions about the rest
+    (its defaults are DESIGN §10's)."""
 
     revision: Revision = Revision.SEED
-    losses: int = 0
-    """Messages the network may lose in a run, at most."""
-    duplicates: int = 0
-    """Messages the network may duplicate in a run, at most."""
     cleanup_retries: int = 3
     """The policy's re-sends of an unacknowledged cleanup action (its default)."""
     deadline: bool = True
     """Whether the policy has a deadline (``--no-deadline``: it has none)."""
     orders: tuple[HandoffOrder, ...] = tuple(HandoffOrder)
     """The handoff orders explored (each a first state of the one exploration)."""
-    workers: Workers = Workers.REMEMBERING
-    """What a worker does with work on a request it was told to cancel
-    (``--workers``)."""
+    assumptions: SystemAssumptions = field(default_factory=SystemAssumptions)
+    """Everything the world assumes about the workers, the network, time and the client."""
 
     def to_json(self) -> dict[str, Any]:
+        """The policy explored and the orders (the assumptions are the report's own key)."""
         return {
-            "losses": self.losses,
-            "duplicates": self.duplicates,
             "cleanup_retries": self.cleanup_retries,
             "deadline": self.deadline,
             "ack_timeout": True,
             "cleanup_timeout": True,
             "orders": [order.value for order in self.orders],
-            "workers": self.workers.value,
         }
 
     def describe(self) -> str:
-        """The settings in one line, as the report prints them."""
+        """The orders and the policy in one line, as the report prints them after the
+        assumptions."""
         deadline = "a deadline" if self.deadline else "no deadline"
         orders = " and ".join(order.value for order in self.orders)
-        workers = (
-            "workers that refuse work on a request they were told to cancel"
-            if self.workers is Workers.REMEMBERING
-            else "workers that forget a cancel of nothing"
-        )
         return (
-            f"{orders}; {workers}; up to {_count(self.losses, 'lost message')} and "
-            f"{_count(self.duplicates, 'duplicate')}; policy with {deadline}, acknowledgement "
-            f"and cleanup timeouts, {_count(self.cleanup_retries, 'cleanup retry', 'retries')}"
+            f"{orders}; policy with {deadline}, acknowledgement and cleanup timeouts, "
+            f"{_count(self.cleanup_retries, 'cleanup retry', 'retries')}"
         )
 
 
@@ -223,6 +213,7 @@ class SystemReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "revision": self.revision.value,
+            "assumptions": self.settings.assumptions.to_json(),
             "settings": self.settings.to_json(),
             "states": self.states,
             "transitions": self.transitions,
@@ -241,12 +232,15 @@ def report_record(report: SystemReport) -> dict[str, Any]:
     return {
         "settings": {
             "revision": settings.revision.value,
-            "losses": settings.losses,
-            "duplicates": settings.duplicates,
             "cleanup_retries": settings.cleanup_retries,
             "deadline": settings.deadline,
             "orders": [order.value for order in settings.orders],
-            "workers": settings.workers.value,
+        },
+        "assumptions": {
+            "answers": settings.assumptions.answers.value,
+            "workers": settings.assumptions.workers.value,
+            "losses": settings.assumptions.losses,
+            "duplicates": settings.assumptions.duplicates,
         },
         "figures": [
             report.states,
@@ -293,15 +287,18 @@ def _one_of(value: object, kinds: tuple[str, ...]) -> str:
 def report_from_record(record: dict[str, Any]) -> SystemReport:
     """The report :func:`report_record` wrote (``KeyError``, ``TypeError`` or
     ``ValueError`` for anything else)."""
-    given = record["settings"]
+    given, assumed = record["settings"], record["assumptions"]
     settings = SystemSettings(
         revision=Revision(given["revision"]),
-        losses=int(given["losses"]),
-        duplicates=int(given["duplicates"]),
         cleanup_retries=int(given["cleanup_retries"]),
         deadline=bool(given["deadline"]),
         orders=tuple(HandoffOrder(order) for order in given["orders"]),
-        workers=Workers(given["workers"]),
+        assumptions=SystemAssumptions(
+            answers=Answers(assumed["answers"]),
+            workers=Workers(assumed["workers"]),
+            losses=int(assumed["losses"]),
+            duplicates=int(assumed["duplicates"]),
+        ),
     )
     states, transitions, session_states, session_moves, depth, seconds, exhausted = record[
         "figures"

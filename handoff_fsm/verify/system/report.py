@@ -29,6 +29,7 @@ from handoff_fsm.model import (
 from handoff_fsm.policy import SessionPolicy
 from handoff_fsm.verify.cache import kept
 from handoff_fsm.verify.exploration import HANDOFF_ID
+from handoff_fsm.verify.system.assumptions import Answers, SystemAssumptions, Workers
 from handoff_fsm.verify.system.errors import SystemErrorCode
 from handoff_fsm.verify.system.properties import (
     Counterexample,
@@ -74,7 +75,6 @@ from handoff_fsm.verify.system.world import (
     TRANSFER_COMPLETED,
     Message,
     TimerKey,
-    Workers,
     World,
     answers,
     message_text,
@@ -102,6 +102,7 @@ def check_system(
     coordinator: type[HandoffCoordinator] = HandoffCoordinator,
     max_states: int | None = None,
     workers: Workers | str = Workers.REMEMBERING,
+    answers: Answers | str = Answers.BY_STATE,
 ) -> SystemReport:
     """Explore every reachable state of the world of ``revision`` (docs/verification.md)
     and judge the six properties; each violated one comes with its shortest counterexample.
@@ -110,18 +111,22 @@ def check_system(
     a deadline (unless ``deadline`` is false), an acknowledgement and a cleanup timeout,
     and ``cleanup_retries``; ``coordinator`` the coordinator class. ``orders`` defaults
     to both. ``max_states`` bounds the world states explored (the report then is not
-    ``ok``). ``workers`` says what a worker does with work on a request it was told to
-    cancel (:class:`~handoff_fsm.verify.system.world.Workers`). A count that is not an
-    int >= 0, or workers of another kind, is ``invalid_system_setting``.
+    ``ok``). ``losses``, ``duplicates``, ``workers`` and ``answers`` are the world's
+    assumptions (:class:`~handoff_fsm.verify.system.assumptions.SystemAssumptions`, each
+    default the weaker, realistic one): the network's budgets, what a worker does with
+    work on a request it was told to cancel, how it answers an action delivered again.
+    A count that is not an int >= 0, or a value of another kind, is
+    ``invalid_system_setting``.
     """
-    settings = SystemSettings(
-        revision=checked_revision(revision),
-        losses=_count("losses", losses),
-        duplicates=_count("duplicates", duplicates),
-        cleanup_retries=_count("cleanup_retries", cleanup_retries),
-        deadline=bool(deadline),
-        orders=_orders(orders),
-        workers=checked_member(Workers, workers, SystemErrorCode.INVALID_SYSTEM_SETTING, "workers"),
+    settings = system_settings(
+        revision,
+        losses=losses,
+        duplicates=duplicates,
+        cleanup_retries=cleanup_retries,
+        deadline=deadline,
+        orders=orders,
+        workers=workers,
+        answers=answers,
     )
     if max_states is not None:
         _count("max_states", max_states)
@@ -142,7 +147,7 @@ def check_system(
         for name in Property:
             finding = graph.findings.get(name)
             if finding is None:
-                verdicts.append(PropertyVerdict(name, None, settings.losses, 0))
+                verdicts.append(PropertyVerdict(name, None, settings.assumptions.losses, 0))
                 continue
             tolerance = finding.fewest_losses - 1 if finding.fewest_losses else None
             example = counterexample(graph, name, finding)
@@ -160,20 +165,64 @@ def check_system(
     )
 
 
-@cache
-def default_report(revision: Revision) -> SystemReport:
-    """``check_system(revision)`` with every default, computed once per process and kept
-    on disk (:mod:`handoff_fsm.verify.cache`): it is deterministic, and the review, its
-    verdict and ``diff --check`` all read it."""
-    record = kept(
-        "system-report",
-        {"revision": revision.value},
-        lambda: report_record(check_system(revision)),
+def system_settings(  # check_system's own keywords, checked
+    revision: Revision | str = Revision.SEED,
+    *,
+    losses: int = 0,
+    duplicates: int = 0,
+    cleanup_retries: int = 3,
+    deadline: bool = True,
+    orders: tuple[HandoffOrder, ...] | None = None,
+    workers: Workers | str = Workers.REMEMBERING,
+    answers: Answers | str = Answers.BY_STATE,
+) -> SystemSettings:
+    """The settings :func:`check_system` explores, each checked (``invalid_system_setting``)."""
+    invalid = SystemErrorCode.INVALID_SYSTEM_SETTING
+    return SystemSettings(
+        revision=checked_revision(revision),
+        cleanup_retries=_count("cleanup_retries", cleanup_retries),
+        deadline=bool(deadline),
+        orders=_orders(orders),
+        assumptions=SystemAssumptions(
+            answers=checked_member(Answers, answers, invalid, "answers"),
+            workers=checked_member(Workers, workers, invalid, "workers"),
+            losses=_count("losses", losses),
+            duplicates=_count("duplicates", duplicates),
+        ),
     )
+
+
+@cache
+def default_report(
+    revision: Revision, assumptions: SystemAssumptions | None = None
+) -> SystemReport:
+    """``check_system(revision)`` with the policy's and the orders' defaults, under
+    ``assumptions`` (default: the default ones), computed once per process and kept on
+    disk (:mod:`handoff_fsm.verify.cache`): it is deterministic, and the review, its
+    verdict, its matrix and ``diff --check`` all read it."""
+    assumed = SystemAssumptions() if assumptions is None else assumptions
+
+    def computed() -> SystemReport:
+        return check_system(
+            revision,
+            losses=assumed.losses,
+            duplicates=assumed.duplicates,
+            workers=assumed.workers,
+            answers=assumed.answers,
+        )
+
+    parameters = {
+        "revision": revision.value,
+        "answers": assumed.answers.value,
+        "workers": assumed.workers.value,
+        "losses": assumed.losses,
+        "duplicates": assumed.duplicates,
+    }
+    record = kept("system-report", parameters, lambda: report_record(computed()))
     try:
         return report_from_record(record)
     except (KeyError, TypeError, ValueError):  # not what report_record writes
-        return check_system(revision)
+        return computed()
 
 
 def _count(name: str, value: object) -> int:
@@ -218,12 +267,14 @@ def counterexample(graph: Graph, name: Property, finding: Finding) -> Counterexa
     kinds = {message[1]: message[2] for message in move.sends}
     steps, fed = [], []
     for step in path[1:]:
-        after, moved = apply(session, world, step, settings.workers)
+        after, moved = apply(session, world, step, settings.assumptions)
         abandons = moved is not None and (
             session.info[moved.target].gave_up and not session.info[world[0]].gave_up
         )
         completion = None if moved is None else session.info[moved.target].completion
-        steps.append(describe(world, settings.workers, step, moved, kinds, abandons, completion))
+        steps.append(
+            describe(world, settings.assumptions, step, moved, kinds, abandons, completion)
+        )
         fed.append(len(moved.fed) if moved is not None else 0)
         if moved is not None:
             inputs += moved.fed
@@ -253,7 +304,7 @@ def trace_lines(order: HandoffOrder, revision: Revision, inputs: list[Input]) ->
 
 def describe(  # noqa: PLR0917  # the step and what the replay knows of it, in order
     world: World,
-    workers: Workers,
+    assumptions: SystemAssumptions,
     step: Step,
     move: Move | None,
     kinds: dict[int, int],
@@ -279,7 +330,7 @@ def describe(  # noqa: PLR0917  # the step and what the replay knows of it, in o
             text = f"the network duplicates {words}"
             return WorldStep("duplicate", text, (Mark("note", sender, sender, text),))
         if message[0] == ACTION:
-            did = _worker(world, message, workers)
+            did = _worker(world, message, assumptions)
             seen = f"receives #{message[1]} {ACTION_KINDS[message[2]].__name__}: {did}"
             return WorldStep(
                 "deliver",
@@ -356,13 +407,15 @@ def _resent(move: Move, kinds: dict[int, int]) -> tuple[Mark, ...]:
     )
 
 
-def _worker(before: World, message: Message, workers: Workers) -> str:
+def _worker(before: World, message: Message, assumptions: SystemAssumptions) -> str:
     """What the worker did with a delivered action (as :func:`apply` has it do)."""
     _, action_id, kind, _ = message
     answered = next((answer for i, answer in before[3] if i == action_id), None)
     if answered is not None:
         return f"it answered #{action_id} before: it answers {OUTCOMES[answered]} again"
-    source, destination, _, answer, fact = answers(before[1], before[2], before[8], kind, workers)
+    source, destination, _, answer, fact = answers(
+        before[1], before[2], before[8], kind, assumptions.workers
+    )
     states: tuple[str, ...]
     if kind in TO_SOURCE:
         held, state, states = before[1], source, SOURCE_STATES

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from handoff_fsm.model import HandoffOrder, ReserveDestination, SubmitPrefill
+from handoff_fsm.verify.system.assumptions import Answers, SystemAssumptions
 from handoff_fsm.verify.system.properties import Property, SystemSettings
 from handoff_fsm.verify.system.session import TIMER, Move, Session
 from handoff_fsm.verify.system.world import (
@@ -49,7 +50,6 @@ from handoff_fsm.verify.system.world import (
     WORK,
     Message,
     TimerKey,
-    Workers,
     World,
     answers,
 )
@@ -119,10 +119,13 @@ def normal(session: Session, world: World) -> World:
     * a fact no chart state the coordinator can still reach handles (it is ignored
       there: delivering it changes nothing, now or later);
     * copies of a cleanup action, or of its acknowledgement, beyond one more than the
-      losses left (a worker answers a copy as it answered the first, and the session
-      takes the first answer, so further copies only stand in for lost ones);
-    * what a worker remembers of an action no copy of which can reach it any more
-      (none in flight, and the session no longer awaits it, so will not send it again);
+      losses left: a cancel leaves its worker free whatever it held, so a copy delivered
+      right after another is answered ``Noop`` and changes nothing (``by-id``: answered
+      as the first was), and the session settles each action on its first answer, so
+      further copies only stand in for lost ones;
+    * what a worker remembers (``by-id``) of an action no copy of which can reach it any
+      more (none in flight, and the session no longer awaits it, so will not send it
+      again);
     * whether a worker that can never hold the request again may still fail (its
       failure needs something to free): it is marked as failed;
     * whether a remembering worker was told to cancel, once no work for it can reach it
@@ -265,10 +268,10 @@ def session_step(  # noqa: PLR0917  # the parts a step changes, beside the world
 
 
 def apply(
-    session: Session, world: World, step: Step, workers: Workers
+    session: Session, world: World, step: Step, assumptions: SystemAssumptions
 ) -> tuple[World, Move | None]:
-    """The world after ``step`` (its workers ``workers``), and the session's move when the
-    step reached it."""
+    """The world after ``step`` (its workers as ``assumptions`` has them), and the
+    session's move when the step reached it."""
     sid, source, destination, memory, net, timers, losses, duplicates, flags = world
     kind, what = step
     if kind in (DELIVER, LOSE, DUPLICATE):
@@ -284,16 +287,18 @@ def apply(
             return normal(session, after), None
         channel, a, b, _ = message
         if channel == ACTION:
-            answered = next((answer for i, answer in memory if i == a), None)
+            by_id = assumptions.answers is Answers.BY_ID
+            answered = next((answer for i, answer in memory if i == a), None) if by_id else None
             sent: tuple[Message, ...]
-            if answered is not None:  # a copy: answered as the first was, nothing else
+            if answered is not None:  # by-id: a copy is answered as the first was, nothing else
                 sent = ((ACK, a, answered, b),)
-            else:
+            else:  # by-state: every copy is answered from what the worker holds now
                 source, destination, flags, answer, fact = answers(
-                    source, destination, flags, b, workers
+                    source, destination, flags, b, assumptions.workers
                 )
                 sender = FROM_SOURCE if b in TO_SOURCE else FROM_DESTINATION
-                memory = tuple(sorted((*memory, (a, answer))))
+                if by_id:
+                    memory = tuple(sorted((*memory, (a, answer))))
                 sent = ((ACK, a, answer, b),)
                 if fact is not None:
                     sent += ((FACT, fact, sender, 0),)
@@ -353,7 +358,8 @@ def first_world(
 ) -> tuple[World, Move]:
     """A run's first state: the session started, its actions in flight."""
     move = session.start(order)
-    world: World = (move.target, FREE, FREE, (), (), (), settings.losses, settings.duplicates, 0)
+    budgets = settings.assumptions
+    world: World = (move.target, FREE, FREE, (), (), (), budgets.losses, budgets.duplicates, 0)
     return session_step(session, world, move, (), (), 0), move
 
 
@@ -475,7 +481,7 @@ def explore_graph(settings: SystemSettings, session: Session, max_states: int | 
         world = worlds[current]
         below = depth[current] + 1
         for step in steps_of(session, world):
-            after, moved = apply(session, world, step, settings.workers)
+            after, moved = apply(session, world, step, settings.assumptions)
             graph.transitions += 1
             if moved is not None:
                 for name, message in step_findings(session, world, moved, after):
@@ -497,7 +503,7 @@ def explore_graph(settings: SystemSettings, session: Session, max_states: int | 
 def _found(  # noqa: PLR0917  # a finding's parts, in the order a reader names them
     graph: Graph, name: Property, node: int, steps: tuple[Step, ...], message: str, world: World
 ) -> None:
-    lost = graph.settings.losses - world[6]
+    lost = graph.settings.assumptions.losses - world[6]
     known = graph.findings.get(name)
     if known is None:
         graph.findings[name] = Finding(node, steps, message, 1, lost)

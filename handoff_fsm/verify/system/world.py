@@ -12,9 +12,11 @@ timers, losses, duplicates, flags)``:
 * ``session``: the number of the session state (the coordinator's snapshot with the
   policy's decisive state, see :class:`~handoff_fsm.policy.PolicySnapshot`);
 * ``source``, ``destination``: what each worker holds for the request (below);
-* ``memory``: each action id a worker answered, with its answer (sorted), so that an
-  action delivered again (a duplicate, a re-sent cancel) is answered the same way and
-  changes nothing: an idempotent worker;
+* ``memory``: under ``by-id`` answers (:class:`~handoff_fsm.verify.system.assumptions.Answers`)
+  each action id a worker answered, with its answer (sorted), so that an action
+  delivered again (a duplicate, a re-sent cancel) is answered the same way and changes
+  nothing: an idempotent worker. Under ``by-state``, the default, it stays empty: a
+  worker answers every copy from what it holds when the copy arrives;
 * ``network``: every message in flight, a sorted multiset (a sorted tuple);
 * ``timers``: the policy's armed timers, by ``(action id, send)`` (the deadline is
   ``(-1, 0)``): time is abstract, so when a timer is due does not matter;
@@ -24,7 +26,6 @@ timers, losses, duplicates, flags)``:
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Final
 
 from handoff_fsm.model import (
@@ -47,6 +48,7 @@ from handoff_fsm.model import (
     TransferTimingMode,
 )
 from handoff_fsm.verify.exploration import HANDOFF_ID
+from handoff_fsm.verify.system.assumptions import Workers
 
 World = tuple[
     int,
@@ -161,23 +163,6 @@ session), a worker failed (each fails at most once)."""
 SOURCE_TOLD_TO_CANCEL, DESTINATION_TOLD_TO_CANCEL = 8, 16
 """Bits of ``flags`` that only :attr:`Workers.REMEMBERING` sets: the worker was told to
 cancel the request (it refuses any later work on it)."""
-
-
-class Workers(StrEnum):
-    """What an honest worker does with work on a request it was already told to cancel.
-
-    A cancel can reach a worker before the action it cancels: the network reorders,
-    and the policy's deadline may cancel an action whose acknowledgement has not come.
-    """
-
-    REMEMBERING = "remembering"
-    """It remembers the cancel and refuses the later work (``Failed``), as a worker
-    does whose cancel stops the request's own context (Dynamo cancels a request by
-    stopping its context, so a request canceled before it starts never runs)."""
-    FORGETFUL = "forgetful"
-    """It answers the cancel of nothing ``Noop``, forgets it, and takes the later
-    work: the literal reading of DESIGN §10, under which a cancel that overtakes its
-    action leaves the worker holding the KV."""
 
 
 Answer = tuple[int, int, int | None]
