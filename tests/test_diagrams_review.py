@@ -19,6 +19,7 @@ from handoff_fsm.structure import describe_chart, revision_chart
 from handoff_fsm.verify.exploration import explore
 from handoff_fsm.verify.losses import Fate
 from handoff_fsm.verify.rules import JUDGED_BY, Invariant, invariants_of, statement
+from handoff_fsm.verify.system import Property, SystemAssumptions, check_matrix
 
 
 def test_the_review_has_every_section_in_order() -> None:
@@ -170,3 +171,26 @@ def test_the_lost_message_section_names_every_stall_with_its_shortest_trace() ->
         "| CancelDestination's acknowledgement | `canceling_decode` | — | **never completes**"
         in section
     )
+
+
+def test_the_system_section_states_its_assumptions_and_the_matrix() -> None:
+    section = review_markdown().split("## 10. System", 1)[1]
+    for index, revision in enumerate(Revision, start=1):
+        part = section.split(f"### 10.{index}. `{revision.value}`", 1)[1].split("\n### 10.", 1)[0]
+        for item in SystemAssumptions().items():
+            assert f"- `{item.key} = {str(item.value).lower()}`" in part.lower(), item.key
+        table = check_matrix(revision)
+        assert f"--matrix --revision {revision.value}`" in part
+        rows = {
+            cells[0]: cells[1:]
+            for line in part.splitlines()
+            if line.startswith("| `")
+            and len(cells := [c.strip() for c in line.strip("|").split("|")])
+            == len(table.reports) + 2  # the matrix's rows, not the verdict table's
+        }
+        for name in Property:
+            *verdicts, rests = rows[f"`{name.value}`"]
+            assert [v == "holds" for v in verdicts] == [
+                table.cell(name, c).holds for c in range(len(table.reports))
+            ]
+            assert rests == ("**yes**" if table.rests_on(name) else "no")

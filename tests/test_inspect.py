@@ -26,7 +26,7 @@ from handoff_fsm.io.lines import OverlongLine
 from handoff_fsm.io.wire import issued_to_wire
 from handoff_fsm.model import Revision
 from handoff_fsm.render.graphviz import render, render_svgs
-from handoff_fsm.render.inspector import step_of_rows
+from handoff_fsm.render.inspector import PageNote, inspector_html, step_of_rows
 from handoff_fsm.render.livechart import SVG_NS, chart_svg
 from handoff_fsm.render.style import CSS_VARIABLES
 from handoff_fsm.structure.revisions import revision_chart
@@ -196,6 +196,18 @@ def test_each_lifecycle_message_belongs_to_its_step() -> None:
 
 
 # ---------------------------------------------------------------------- self-contained
+
+
+@pytest.mark.requires("dot")
+def test_a_note_is_said_in_the_header_escaped_and_only_where_given() -> None:
+    trace = follow_all(trace_lines(SMALL[0]))
+    note = PageNote("what <the world> assumed", ("answers = by-state & more", "losses = 0"))
+    page = inspector_html(trace, name="t.jsonl", note=note)
+    header = page[page.index("<header>") : page.index("</header>")]
+    assert "<summary>what &lt;the world&gt; assumed</summary>" in header
+    assert "<li>answers = by-state &amp; more</li><li>losses = 0</li>" in header
+    assert 'id="about"' not in inspector_html(trace, name="t.jsonl")
+    assert_self_contained(page)
 
 
 @pytest.mark.requires("dot")

@@ -38,7 +38,7 @@ from handoff_fsm.verify.system import (
     system_lifecycle,
     world,
 )
-from handoff_fsm.verify.system.assumptions import Workers
+from handoff_fsm.verify.system.assumptions import Answers, Workers
 
 SEED, A976 = Revision.SEED, Revision.A976B2BF
 ONE_ORDER = (HandoffOrder.SOURCE_FIRST,)
@@ -399,11 +399,24 @@ def test_counterexamples_are_written_and_kept_current(
     assert "lost:" in svg and "the client cancels" in svg
 
 
-def test_the_reductions_lose_no_counterexample(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "assumed",
+    [
+        {},
+        # copies of a cleanup message beyond the cap, answered from what the worker holds
+        {"duplicates": 1},
+        # the memory of answers, and a worker that takes work after a cancel of nothing
+        {"duplicates": 1, "answers": Answers.BY_ID, "workers": Workers.FORGETFUL},
+    ],
+    ids=["defaults", "by-state-duplicates", "by-id-forgetful-duplicates"],
+)
+def test_the_reductions_lose_no_counterexample(
+    monkeypatch: pytest.MonkeyPatch, assumed: dict[str, object]
+) -> None:
     """Without what ``normal`` takes out of each state, the world is many times larger and
     every verdict is the same; a counterexample is only longer by deliveries of messages
     that change nothing (docs/verification.md)."""
-    settings = {"cleanup_retries": 0, "orders": ONE_ORDER}
+    settings = {"cleanup_retries": 0, "orders": ONE_ORDER, **assumed}
     reduced = check_system(SEED, **settings)  # type: ignore[arg-type]
     monkeypatch.setattr(search, "normal", lambda session, world: world)
     full = check_system(SEED, **settings)  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ before issue 31) breaks ``no_refusal`` under realistic workers only.
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import fields
 from functools import cache
@@ -195,3 +196,10 @@ def test_each_counterexample_file_states_the_assumptions(tmp_path: Path) -> None
         body = text.read_text()
         for item in SystemAssumptions(workers=Workers.FORGETFUL).items():
             assert f"{item.key} = {item.value}".lower() in body.lower(), (text.name, item.key)
+    pages = sorted(folder.glob("*.html"))
+    assert [p.stem for p in pages] == [t.stem for t in texts]
+    for page in pages:
+        body = page.read_text()
+        assert '<details id="about">' in body
+        for line in SystemAssumptions(workers=Workers.FORGETFUL).header():
+            assert html.escape(line) in body, (page.name, line)

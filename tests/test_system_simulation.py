@@ -28,6 +28,7 @@ from handoff_fsm.simulate.record import (
     SOURCE_PREFILLING,
 )
 from handoff_fsm.snapshot import HandoffSnapshot
+from handoff_fsm.verify.system.assumptions import SystemAssumptions
 from handoff_fsm.verify.system.properties import SystemSettings
 from handoff_fsm.verify.system.report import ACK_TIMEOUT, CLEANUP_TIMEOUT, DEADLINE_AFTER
 from handoff_fsm.verify.system.search import explore_graph
@@ -60,7 +61,12 @@ def signature(coordinator: HandoffSnapshot, policy: PolicySnapshot) -> tuple[Any
 
 def explored() -> set[tuple[Any, ...]]:
     """Every world state of the exploration, mapped as the simulator's are."""
-    settings = SystemSettings(REVISION, losses=1, cleanup_retries=RETRIES, orders=(ORDER,))
+    settings = SystemSettings(
+        REVISION,
+        cleanup_retries=RETRIES,
+        orders=(ORDER,),
+        assumptions=SystemAssumptions(losses=1),
+    )
     session = Session(
         REVISION,
         SessionPolicy.factory(

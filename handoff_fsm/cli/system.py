@@ -41,8 +41,8 @@ SYSTEM_ONLY: Final = (
 )
 """The options that only ``--system`` takes (argument names)."""
 
-OWNED: Final = re.compile(r"[a-z0-9]+_[a-z_]+\.(txt|jsonl|svg)")
-"""The files ``--counterexamples`` writes: ``<revision>_<property>.<txt|jsonl|svg>``."""
+OWNED: Final = re.compile(r"[a-z0-9]+_[a-z_]+\.(txt|jsonl|svg|html)")
+"""The files ``--counterexamples`` writes: ``<revision>_<property>.<txt|jsonl|svg|html>``."""
 
 
 def add_system_options(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +97,8 @@ def add_system_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--counterexamples",
         metavar="DIR",
-        help="write each violated property's world steps, trace and lifecycle (SVG) to DIR",
+        help="write each violated property's world steps and assumptions (.txt), trace "
+        "(.jsonl), lifecycle (.svg) and inspector page (.html) to DIR",
     )
 
 
@@ -284,7 +285,9 @@ def _write_counterexamples(folder: Path, reports: list[SystemReport]) -> int | s
     """Each violated property's world steps, trace and lifecycle, into ``folder``; the
     number of files written, or why the lifecycles could not be drawn."""
     from handoff_fsm.io.atomic import write_files
+    from handoff_fsm.io.follow import follow_all
     from handoff_fsm.render.graphviz import GraphvizError
+    from handoff_fsm.render.inspector import PageNote, inspector_html
     from handoff_fsm.render.sequence import render_sequence
     from handoff_fsm.verify.system import system_lifecycle
 
@@ -307,8 +310,16 @@ def _write_counterexamples(folder: Path, reports: list[SystemReport]) -> int | s
             ).encode()
             files[f"{name}.jsonl"] = example.jsonl().encode()
             title = f"{judged.name.value}: counterexample ({report.revision.value})"
+            note = PageNote(
+                f"{judged.name.value} violated ({example.order.value}): {example.message}; "
+                f"what the world assumed ({len(report.settings.assumptions.items())} assumptions)",
+                tuple(report.settings.assumptions.header()),
+            )
             try:
                 files[f"{name}.svg"] = render_sequence(system_lifecycle(example, title=title))
+                followed = follow_all(list(example.trace), revision=report.revision)
+                page = inspector_html(followed, name=f"{name}.jsonl", note=note)
+                files[f"{name}.html"] = page.encode("utf-8")
             except GraphvizError as error:
                 problem = f"the lifecycles were not drawn: {error}"
     with named_errors(str(folder)):

@@ -14,7 +14,7 @@ Jupyter, is not imported here: importing it is the opt-in.)
 from handoff_fsm.render.diffpage import DiffPage, diff_page_html
 from handoff_fsm.render.dot import Highlight, statechart_dot
 from handoff_fsm.render.graphviz import GraphvizError, GraphvizMissingError, render
-from handoff_fsm.render.inspector import inspector_html
+from handoff_fsm.render.inspector import PageNote, inspector_html
 from handoff_fsm.render.livechart import chart_svg, marked_chart_svg, model_svg
 from handoff_fsm.render.mermaid import statechart_mermaid
 from handoff_fsm.render.overlay import overlay_bytes, overlay_dot
@@ -36,6 +36,7 @@ __all__ = [
     "GraphvizError",
     "GraphvizMissingError",
     "Highlight",
+    "PageNote",
     "Panel",
     "chart_svg",
     "diff_page_html",

@@ -21,6 +21,9 @@ page defines ``window.handoffInspector`` with ``steps`` (the shown coordinator's
 after its ``new``), ``step(n)`` (show the state after its first ``n`` of them;
 ``step(0)``: as created) and ``activeStates()`` (the atomic states active at the shown
 step, as :attr:`~handoff_fsm.coordinator.HandoffCoordinator.state` lists them).
+A caller that knows more about the trace than the trace says (a system counterexample:
+the property it breaks and the assumptions the world made) hands it in as a
+:class:`PageNote`, which the header shows folded under its summary.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import html
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from handoff_fsm.io.follow import FollowedRun, FollowedStep, FollowedTrace
 from handoff_fsm.io.lifecycle import (
@@ -67,6 +70,14 @@ _TITLE: Final = "{http://www.w3.org/2000/svg}title"
 _POLYGON: Final = "{http://www.w3.org/2000/svg}polygon"
 _ROW: Final = re.compile(r"m(\d+)(?:_[a-z]+)?(?:->m\d+_b)?")
 """A lifecycle drawing's element of message row ``N``: ``mN``, ``mN_t``, ``mN_a->mN_b``."""
+
+
+class PageNote(NamedTuple):
+    """What the page says about its trace beyond the trace itself: a summary in the
+    header, and the lines it unfolds (for a system counterexample, the assumptions)."""
+
+    summary: str
+    lines: tuple[str, ...]
 
 
 # ---------------------------------------------------------------------- the lifecycle
@@ -206,11 +217,14 @@ def coordinator_data(
 # ---------------------------------------------------------------------- the page
 
 
-def inspector_html(trace: FollowedTrace, *, name: str, shown: str | None = None) -> str:
+def inspector_html(
+    trace: FollowedTrace, *, name: str, shown: str | None = None, note: PageNote | None = None
+) -> str:
     """The page for ``trace`` (see the module's rule), opening on coordinator ``shown``.
 
     ``name`` (the trace's file name, say) titles it; ``shown`` defaults to the first
-    coordinator. At most :data:`MAX_COORDINATORS` are held, ``shown`` always among them.
+    coordinator; ``note`` is said in the header. At most :data:`MAX_COORDINATORS` are
+    held, ``shown`` always among them.
     Raises ``KeyError`` when ``shown`` is not one of the trace's followed coordinators.
     """
     runs = list(trace.runs)
@@ -246,7 +260,7 @@ def inspector_html(trace: FollowedTrace, *, name: str, shown: str | None = None)
         f"{svg_text(annotate_lifecycle(drawing, step_of_rows(lifecycle)))}</template>"
         for index, (drawing, lifecycle) in enumerate(zip(drawings, lifecycles, strict=True))
     )
-    return _page(name, revisions, data, templates, _problems(trace, left_out))
+    return _page(name, revisions, data, templates, _problems(trace, left_out), note=note)
 
 
 def _problems(trace: FollowedTrace, left_out: int) -> list[str]:
@@ -277,14 +291,24 @@ def _page(
     data: dict[str, Any],
     templates: str,
     problems: list[str],
+    *,
+    note: PageNote | None,
 ) -> str:
     charts = "\n".join(
         f'<div class="chart" data-chart="{index}">{chart_svg(revision)}</div>'
         for index, revision in enumerate(revisions)
     )
     notes = "".join(f'<span class="problem">{html.escape(note)}</span>' for note in problems)
+    about = (
+        ""
+        if note is None
+        else f'<details id="about"><summary>{html.escape(note.summary)}</summary><ul>'
+        + "".join(f"<li>{html.escape(line)}</li>" for line in note.lines)
+        + "</ul></details>\n"
+    )
+    picker = '<select id="coordinator" aria-label="coordinator"></select>'
     header = f"""<h1>{html.escape(name)}</h1>
-<label id="picker">coordinator <select id="coordinator" aria-label="coordinator"></select></label>
+{about}<label id="picker">coordinator {picker}</label>
 <span id="summary"></span>
 {STEP_CONTROLS}"""
     main = f"""<section id="chart-pane" aria-label="the statechart">

@@ -4,8 +4,10 @@ Rule kept here: every verdict, count and counterexample comes from
 :func:`~handoff_fsm.verify.system.check_system` run with its defaults (DESIGN §10) when
 the review is written, once per process; each counterexample's lifecycle is its trace
 drawn the one way (:func:`~handoff_fsm.verify.system.system_lifecycle`) and written
-beside the review with the trace (:func:`system_files`). Nothing is timed, so the same
-code gives the same bytes.
+beside the review with the trace (:func:`system_files`). Every verdict is printed under
+the assumptions it rests on, and the matrix (:func:`~handoff_fsm.verify.system.check_matrix`)
+shows which verdict changes with them. Nothing is timed, so the same code gives the same
+bytes.
 """
 
 from __future__ import annotations
@@ -19,7 +21,16 @@ from typing import Final
 from handoff_fsm.io.lifecycle import Lifecycle
 from handoff_fsm.model import Revision
 from handoff_fsm.render.sequence import render_sequence
-from handoff_fsm.verify.system import STATEMENTS, SystemReport, default_report, system_lifecycle
+from handoff_fsm.verify.system import (
+    STATEMENTS,
+    Property,
+    SystemMatrix,
+    SystemReport,
+    check_matrix,
+    default_report,
+    system_lifecycle,
+)
+from handoff_fsm.verify.system.matrix import cell_words, column_label
 
 HEADING: Final = "System"
 
@@ -92,7 +103,11 @@ def system_markdown(number: int) -> list[str]:
         "every reachable world state; a violated one is shown by its shortest run: the world "
         "steps, and the coordinator's inputs as a trace (`handoff-fsm replay` and "
         "`handoff-fsm lifecycle` take it as it is), drawn with the world's steps marked "
-        "(notes for what the workers, the client and the policy's timers did).",
+        "(notes for what the workers, the client and the policy's timers did). Each "
+        "verdict is stated with what the world assumes about what the project does not "
+        "control, and a matrix explores the same world under every set of assumptions "
+        'that can be varied: a verdict marked "rests on the assumptions" is no promise '
+        "for workers that behave otherwise.",
         "",
     ]
     for index, (revision, report) in enumerate(system_reports().items(), start=1):
@@ -101,6 +116,14 @@ def system_markdown(number: int) -> list[str]:
             "",
             f"Settings: {report.settings.describe()}. Explored: {report.states:,} world "
             f"states, {report.transitions:,} steps ({report.session_states:,} session states).",
+            "",
+            "Assumptions (settings can be varied with `check --system`; limits cannot):",
+            "",
+            *(
+                f"- `{item.key} = {_value(item.value)}` ({'setting' if item.varied else 'limit'}):"
+                f" {item.text}."
+                for item in report.settings.assumptions.items()
+            ),
             "",
             "| Property | Statement | Verdict |",
             "| --- | --- | --- |",
@@ -113,7 +136,7 @@ def system_markdown(number: int) -> list[str]:
                 steps = len(verdict.counterexample.world)
                 shown = f"**violated** ([{steps} steps](#{_anchor(revision, name)}))"
             out.append(f"| `{name}` | {STATEMENTS[verdict.name]} | {shown} |")
-        out.append("")
+        out += ["", *matrix_markdown(check_matrix(revision)), ""]
         for verdict in report.verdicts:
             example = verdict.counterexample
             if example is None:
@@ -136,6 +159,30 @@ def system_markdown(number: int) -> list[str]:
                 "",
             ]
     return out
+
+
+def matrix_markdown(table: SystemMatrix) -> list[str]:
+    """The matrix as a Markdown table: a row per property, a column per set of
+    assumptions (the default first), the last column saying whether the verdict rests
+    on them."""
+    losses = table.reports[0].settings.assumptions.losses
+    heads = [f"`{column_label(c, i == 0)}`" for i, c in enumerate(table.columns)]
+    out = [
+        f"Under every set of assumptions (`handoff-fsm check --system --matrix --revision "
+        f"{table.revision.value}`; columns: answers, workers):",
+        "",
+        f"| Property | {' | '.join(heads)} | Rests on the assumptions |",
+        f"| --- |{' --- |' * len(heads)} --- |",
+    ]
+    for name in Property:
+        cells = (cell_words(table.cell(name, c), losses) for c in range(len(heads)))
+        rests = "**yes**" if table.rests_on(name) else "no"
+        out.append(f"| `{name.value}` | {' | '.join(cells)} | {rests} |")
+    return out
+
+
+def _value(value: str | int | bool) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _anchor(revision: Revision, name: str) -> str:
