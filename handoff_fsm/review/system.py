@@ -120,7 +120,7 @@ def system_markdown(number: int) -> list[str]:
             "Assumptions (settings can be varied with `check --system`; limits cannot):",
             "",
             *(
-                f"- `{item.key} = {_value(item.value)}` ({'setting' if item.varied else 'limit'}):"
+                f"- `{item.key} = {item.shown}` ({'setting' if item.varied else 'limit'}):"
                 f" {item.text}."
                 for item in report.settings.assumptions.items()
             ),
@@ -179,10 +179,6 @@ def matrix_markdown(table: SystemMatrix) -> list[str]:
         rests = "**yes**" if table.rests_on(name) else "no"
         out.append(f"| `{name.value}` | {' | '.join(cells)} | {rests} |")
     return out
-
-
-def _value(value: str | int | bool) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _anchor(revision: Revision, name: str) -> str:

@@ -64,6 +64,11 @@ class Assumption(NamedTuple):
     """It is a setting (``--answers``, ``--workers``, ``--losses``, ``--duplicates``);
     otherwise a limit of the model, printed so that it is not hidden."""
 
+    @property
+    def shown(self) -> str:
+        """The value as every text report prints it (``true``, not ``True``)."""
+        return str(self.value).lower() if isinstance(self.value, bool) else str(self.value)
+
 
 WORKER_FAILURES: Final = 1
 """How many times each worker may fail in a run (it frees what it holds, sends ``Failed``)."""
@@ -168,8 +173,7 @@ class SystemAssumptions:
         """The assumptions as the lines a text report opens with (settings marked as
         such, limits as limits)."""
         return [
-            f"{item.key} = {str(item.value).lower() if item.value is True else item.value}"
-            f" ({'setting' if item.varied else 'limit'}): {item.text}"
+            f"{item.key} = {item.shown} ({'setting' if item.varied else 'limit'}): {item.text}"
             for item in self.items()
         ]
 
