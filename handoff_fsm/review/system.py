@@ -120,8 +120,7 @@ def system_markdown(number: int) -> list[str]:
             "Assumptions (settings can be varied with `check --system`; limits cannot):",
             "",
             *(
-                f"- `{item.key} = {item.shown}` ({'setting' if item.varied else 'limit'}):"
-                f" {item.text}."
+                f"- `{item.key} = {item.shown}` ({item.role}): {item.text}."
                 for item in report.settings.assumptions.items()
             ),
             "",

@@ -65,6 +65,11 @@ class Assumption(NamedTuple):
     otherwise a limit of the model, printed so that it is not hidden."""
 
     @property
+    def role(self) -> str:
+        """``setting`` or ``limit``, as every report names it."""
+        return "setting" if self.varied else "limit"
+
+    @property
     def shown(self) -> str:
         """The value as every text report prints it (``true``, not ``True``)."""
         return str(self.value).lower() if isinstance(self.value, bool) else str(self.value)
@@ -172,10 +177,7 @@ class SystemAssumptions:
     def header(self) -> list[str]:
         """The assumptions as the lines a text report opens with (settings marked as
         such, limits as limits)."""
-        return [
-            f"{item.key} = {item.shown} ({'setting' if item.varied else 'limit'}): {item.text}"
-            for item in self.items()
-        ]
+        return [f"{item.key} = {item.shown} ({item.role}): {item.text}" for item in self.items()]
 
     def label(self) -> str:
         """The settings in a few words (a column of the matrix)."""
