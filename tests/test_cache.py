@@ -16,7 +16,7 @@ import pytest
 
 from handoff_fsm.model import Revision
 from handoff_fsm.review.verdict import Links, verdict_markdown
-from handoff_fsm.verify import cache, verdicts
+from handoff_fsm.verify import cache, exploration, verdicts
 from handoff_fsm.verify.system import report as system_report
 from handoff_fsm.verify.system.properties import report_from_record, report_record
 from tests.gitrepo import git
@@ -170,13 +170,15 @@ def test_a_kept_verdict_is_what_judging_gives(
 ) -> None:
     """The running package judged twice: the second time nothing is explored."""
     verdicts._answer_here.cache_clear()
+    exploration._explored.cache_clear()
     first = verdicts.judge("seed", system=False)
     verdicts._answer_here.cache_clear()
+    exploration._explored.cache_clear()
 
     def explored(*args: object, **kwargs: object) -> None:
         raise AssertionError("explored again")
 
-    monkeypatch.setattr(verdicts, "explore", explored)
+    monkeypatch.setattr(exploration, "explore", explored)
     assert verdicts.judge("seed", system=False) == first
     assert [v.violated for v in first] == [frozenset()]
 

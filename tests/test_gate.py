@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from handoff_fsm.cli import main
-from handoff_fsm.model import KNOWN_VIOLATIONS, Revision
+from handoff_fsm.model import KNOWN_VIOLATIONS, HandoffOrder, Revision
 from handoff_fsm.review import files as review_files_module
-from handoff_fsm.review.design import review_verdicts
+from handoff_fsm.review.design import explorations, review_verdicts
 from handoff_fsm.review.verdict import HEADING, MAX_LINES, gate_failures
-from handoff_fsm.verify import verdicts
+from handoff_fsm.verify import cache, exploration, verdicts
+from handoff_fsm.verify.exploration import ExplorationReport
 from handoff_fsm.verify.rules import Invariant
 from handoff_fsm.verify.system import Property
 from handoff_fsm.verify.verdicts import judge
@@ -65,6 +68,35 @@ def test_this_package_passes_its_gate_only_with_its_declarations(
     monkeypatch.setattr(verdicts, "KNOWN_VIOLATIONS", {})
     failures = gate_failures(judged)
     assert len(failures) == 1 and "seed: cancel_stops_decode (property)" in failures[0]
+
+
+def test_a_review_and_the_verdicts_it_reads_explore_each_revision_and_order_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The review's figures and verdict (``explorations()``) and the sides a ``diff -o``
+    judges in this process read one exploration per revision and order: its owner is
+    :func:`handoff_fsm.verify.exploration.explored`. Nothing is kept on disk here, so
+    every answer is computed in this process."""
+    monkeypatch.setenv(cache.ENVIRONMENT, cache.OFF)
+    explored = Counter[tuple[HandoffOrder, Revision]]()
+    explore = exploration.explore
+
+    def counted(order: HandoffOrder, **options: Any) -> ExplorationReport:
+        explored[HandoffOrder(order), Revision(options["revision"])] += 1
+        return explore(order, **options)
+
+    monkeypatch.setattr(exploration, "explore", counted)
+    exploration._explored.cache_clear()
+    verdicts._answer_here.cache_clear()
+    try:
+        reports = explorations()
+        judged = [*judge("seed", system=False), *judge("a976b2bf", system=False)]
+    finally:
+        exploration._explored.cache_clear()
+        verdicts._answer_here.cache_clear()
+    assert explored == {(order, revision): 1 for order in HandoffOrder for revision in Revision}
+    assert [v.revision for v in judged] == [r.value for r in Revision]
+    assert sum(len(r) for r in reports.values()) == len(explored)
 
 
 def test_review_check_exits_by_the_gate(

@@ -62,7 +62,7 @@ from handoff_fsm.structure.describe import ChartModel, describe_chart
 from handoff_fsm.structure.revisions import revision_chart
 from handoff_fsm.verify.diff import DiffReport, diff
 from handoff_fsm.verify.diff.sides import WORKTREE
-from handoff_fsm.verify.exploration import ExplorationReport, explore
+from handoff_fsm.verify.exploration import ExplorationReport, explored
 from handoff_fsm.verify.losses import LossReport, lost_messages
 from handoff_fsm.verify.verdicts import (
     RevisionVerdict,
@@ -397,11 +397,12 @@ def _space_section(reports: dict[Revision, tuple[ExplorationReport, ...]]) -> li
     return out
 
 
-@cache
 def explorations() -> dict[Revision, tuple[ExplorationReport, ...]]:
-    """``explore(order, revision=R)`` for every revision and order, once per process."""
+    """``explore(order, revision=R)`` for every revision and order, each explored once per
+    process by its owner (:func:`~handoff_fsm.verify.exploration.explored`), which the
+    verdicts read too."""
     return {
-        revision: tuple(explore(order, revision=revision) for order in HandoffOrder)
+        revision: tuple(explored(order, revision) for order in HandoffOrder)
         for revision in Revision
     }
 

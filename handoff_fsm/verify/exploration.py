@@ -26,12 +26,12 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Any, Final
 from uuid import UUID
 
 from handoff_fsm.chart import ACKNOWLEDGEMENTS
-from handoff_fsm.coordinator import HandoffCoordinator
+from handoff_fsm.coordinator import Engine, HandoffCoordinator
 from handoff_fsm.engines.compiled import ChartState
 from handoff_fsm.errors import HandoffErrorCode, handoff_error
 from handoff_fsm.io.inputs import Coordinator, Input, Reply, inputs_to, reply_of
@@ -596,6 +596,25 @@ def explore(
         coverage=coverage,
         revision=revision,
     )
+
+
+def explored(
+    order: HandoffOrder, revision: Revision, engine: Engine = "compiled"
+) -> ExplorationReport:
+    """This package's own coordinator of ``revision`` on ``engine``, explored for ``order``
+    by :func:`explore`, once per process (the running package cannot change under it).
+
+    The one owner of these explorations: the review's figures and its verdict
+    (:func:`handoff_fsm.review.design.explorations`) and the verdict of a side judged in
+    this process (:mod:`handoff_fsm.verify.verdicts`) read the same report, so a review
+    or a ``diff -o`` explores each revision and order once, whoever asks first."""
+    return _explored(HandoffOrder(order), checked_revision(revision), engine)
+
+
+@cache
+def _explored(order: HandoffOrder, revision: Revision, engine: Engine) -> ExplorationReport:
+    factory = partial(HandoffCoordinator, revision=revision, engine=engine)
+    return explore(order, revision=revision, factory=factory)
 
 
 def _checked(graph: StateGraph, invariant: Invariant) -> int:

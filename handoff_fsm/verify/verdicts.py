@@ -23,7 +23,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from handoff_fsm.coordinator import Engine, HandoffCoordinator
+from handoff_fsm.coordinator import Engine
 from handoff_fsm.errors import HandoffError, handoff_error, quoted
 from handoff_fsm.model import KNOWN_VIOLATIONS, HandoffOrder, Revision
 from handoff_fsm.verify.cache import kept
@@ -39,7 +39,7 @@ from handoff_fsm.verify.diff.sides import (
     side_environment,
     side_package,
 )
-from handoff_fsm.verify.exploration import explore
+from handoff_fsm.verify.exploration import explored
 from handoff_fsm.verify.system import check_system, default_report
 
 Kind = Literal["invariant", "property"]
@@ -262,17 +262,16 @@ def run_side_command(spec: SideSpec, argv: Sequence[str], cwd: Path | None = Non
 @cache
 def _answer_here(kind: str, parameters: str) -> dict[str, Any]:
     """What this package's ``handoff-fsm`` would print for the question (its JSON parts a
-    verdict reads), computed here (once per process: the package cannot change)."""
+    verdict reads), computed here (once per process: the package cannot change). The
+    explorations are :func:`~handoff_fsm.verify.exploration.explored`'s and the default
+    system reports :func:`~handoff_fsm.verify.system.default_report`'s, which the review
+    reads too."""
     asked = json.loads(parameters)
     revisions = [Revision(asked["revision"])] if asked["revision"] != BOTH else list(Revision)
     if kind == "check":
         engine: Engine = "statechart" if asked["engine"] == "statechart" else "compiled"
         orders = [
-            explore(
-                order,
-                revision=revision,
-                factory=partial(HandoffCoordinator, revision=revision, engine=engine),
-            ).to_json()
+            explored(order, revision, engine).to_json()
             for revision in revisions
             for order in HandoffOrder
         ]
