@@ -75,8 +75,8 @@ def kept_verdicts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """Headless Chromium (tests/browser.py), one per test module that asks for it."""
-    from tests.browser import chromium  # noqa: PLC0415 - Playwright only where it is asked for
+    """Headless Chromium (tests/support/browser.py), one per test module that asks for it."""
+    from tests.support.browser import chromium  # noqa: PLC0415 - Playwright only where it is asked for
 
     with chromium() as launched:
         yield launched

@@ -19,7 +19,7 @@ from handoff_fsm.review.verdict import Links, verdict_markdown
 from handoff_fsm.verify import cache, exploration, verdicts
 from handoff_fsm.verify.system import report as system_report
 from handoff_fsm.verify.system.properties import report_from_record, report_record
-from tests.gitrepo import git
+from tests.support.git import git
 
 
 @pytest.fixture

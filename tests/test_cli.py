@@ -26,6 +26,7 @@ import handoff_fsm
 from handoff_fsm import cli
 from handoff_fsm.io.lines import DEFAULT_MAX_LINE_BYTES
 from handoff_fsm.model import Revision
+from tests.support.cli import COMMAND, run_cli
 
 HID = "01234567-89ab-cdef-0123-456789abcdef"
 TRACE_LINES = [
@@ -221,7 +222,7 @@ def test_a_closed_pipe_ends_quietly(work: Path) -> None:
     big = work / "big.jsonl"
     big.write_text("\n".join(TRACE_LINES * 50_000) + "\n")
     reader = subprocess.Popen(
-        [sys.executable, "-m", "handoff_fsm", "replay", str(big)],
+        [*COMMAND, "replay", str(big)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -244,7 +245,7 @@ def test_a_closed_pipe_ends_quietly(work: Path) -> None:
 def test_a_closed_pipe_keeps_the_verdict(work: Path, command: str, status: int) -> None:
     """`handoff-fsm diff A B | true` under `set -o pipefail` must still fail a CI gate."""
     reader = subprocess.Popen(
-        [sys.executable, "-m", "handoff_fsm", *command.split()],
+        [*COMMAND, *command.split()],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=work,
@@ -403,22 +404,11 @@ def test_replay_refuses_to_overwrite_its_trace_through_standard_streams(work: Pa
     trace = work / "trace.jsonl"
     before = trace.read_bytes()
     with trace.open("rb") as stdin:
-        result = subprocess.run(
-            [sys.executable, "-m", "handoff_fsm", "replay", "-", "-o", str(trace)],
-            stdin=stdin,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        result = run_cli("replay", "-", "-o", str(trace), stdin=stdin)
     assert result.returncode == 2 and "would overwrite the trace" in result.stderr
     assert trace.read_bytes() == before
     with trace.open("rb") as stdin:  # another file of the same content is fine
-        ok = subprocess.run(
-            [sys.executable, "-m", "handoff_fsm", "replay", "-", "-o", str(work / "out.jsonl")],
-            stdin=stdin,
-            capture_output=True,
-            check=False,
-        )
+        ok = run_cli("replay", "-", "-o", str(work / "out.jsonl"), stdin=stdin, text=False)
     assert ok.returncode == 0 and (work / "out.jsonl").read_bytes()
 
 

@@ -10,7 +10,6 @@ review without one.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from handoff_fsm.cli import main
 from handoff_fsm.review import diagram_files, review_files
 from handoff_fsm.review import provenance as provenance_module
 from handoff_fsm.review.files import diagram_sources
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE_SUFFIXES = (".svg", ".png")
@@ -119,14 +119,7 @@ def test_diagrams_without_dot_writes_the_rest_and_names_what_it_could_not_draw(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "out"
-    result = subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", "diagrams", str(out)],
-        env=_without_dot(tmp_path),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    result = run_cli("diagrams", str(out), env=_without_dot(tmp_path), timeout=300)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from graphviz.quoting import quote
 
 from handoff_fsm.render import GraphvizError, GraphvizMissingError, dot_digest, read_stamp, render
 from handoff_fsm.render.labels import html, plain, text
+from tests.support.cli import run_cli
 
 INSTALL_COMMANDS = (
     "apt-get install graphviz",
@@ -55,13 +55,9 @@ def test_missing_dot_names_how_to_install_graphviz_everywhere(
 
 def _cli(args: list[str], path: Path) -> subprocess.CompletedProcess[str]:
     """``handoff-fsm ARGS`` in a fresh interpreter whose PATH holds no Graphviz."""
-    program = "import sys; from handoff_fsm.cli import main; sys.exit(main())"
-    return subprocess.run(
-        [sys.executable, "-c", program, *args],
+    return run_cli(
+        *args,
         env={"PATH": str(path), "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-        capture_output=True,
-        text=True,
-        check=False,
     )
 
 

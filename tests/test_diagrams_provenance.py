@@ -14,7 +14,7 @@ from handoff_fsm.review import DIAGRAMS_DIR, REVIEW_NAME, review_markdown
 from handoff_fsm.review import provenance as provenance_module
 from handoff_fsm.review.provenance import GitState, Provenance, git_state, provenance
 from handoff_fsm.structure import describe_chart
-from tests.gitrepo import git
+from tests.support.git import git
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / DIAGRAMS_DIR

@@ -14,7 +14,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -31,6 +30,7 @@ from handoff_fsm.verify.diff.behaviour import Difference, DiffReport, diff, diff
 from handoff_fsm.verify.diff.driver import canonical
 from handoff_fsm.verify.diff.errors import DiffError, DiffErrorCode
 from handoff_fsm.verify.diff.sides import InProcessSide, SideSpec, parse_side
+from tests.support.cli import run_cli
 from tests.test_diagrams_mermaid import mermaid_blocks
 from tests.test_explore_mutants import (
     AcceptsConflictingOutcome,
@@ -73,13 +73,8 @@ def replay_fresh(trace: tuple[str, ...], revision: str | None = None) -> list[di
             parsed["revision"] = revision
         lines.append(json.dumps(parsed))
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", "replay", "-"],
-        input="".join(f"{line}\n" for line in lines),
-        capture_output=True,
-        text=True,
-        check=True,
-        env=environment,
+    result = run_cli(
+        "replay", "-", input="".join(f"{line}\n" for line in lines), check=True, env=environment
     )
     return [json.loads(line) for line in result.stdout.splitlines()]
 

@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import ast
 import inspect
-import io
 import json
 import os
 import subprocess
-import sys
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +37,8 @@ from handoff_fsm.verify.diff.driver import canonical
 from handoff_fsm.verify.diff.errors import DiffError, DiffErrorCode
 from handoff_fsm.verify.diff.sides import isolated_command
 from tests import test_explore_mutants as mutants
-from tests.gitrepo import git, package_repository
+from tests.support.cli import run_cli
+from tests.support.git import export, git, package_repository
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW = os.environ.get("HANDOFF_FSM_SLOW_TESTS") == "1"
@@ -289,28 +287,16 @@ def test_every_mutant_is_covered() -> None:
     assert len(listed) == 22
 
 
-def export(repo: Path, commit: str, into: Path) -> Path:
-    """The files of ``commit``, for replaying a trace against them."""
-    archive = subprocess.run(
-        ["git", "archive", commit], cwd=repo, capture_output=True, check=True
-    ).stdout
-    into.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def replay_at(
     root: Path, trace: tuple[str, ...], revision: str | None = None
 ) -> list[dict[str, Any]]:
     """``python -m handoff_fsm replay -`` of that checkout, as a maintainer would run it."""
     options = ["--revision", revision] if revision is not None else []
-    result = subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", "replay", *options, "-"],
+    result = run_cli(
+        "replay",
+        *options,
+        "-",
         input="".join(f"{line}\n" for line in trace),
-        capture_output=True,
-        text=True,
-        check=False,
         cwd=root,
         env={**os.environ, "PYTHONPATH": str(root)},
     )

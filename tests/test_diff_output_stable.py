@@ -9,8 +9,6 @@ costs this process only the diff and the drawing."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from handoff_fsm.model import VERDICT_LOSSES
 from handoff_fsm.review.diffreview import diff_review_files
 from handoff_fsm.verify.diff import diff
 from handoff_fsm.verify.verdicts import judge_change
+from tests.support.cli import run_cli
 
 COMMAND = "handoff-fsm diff seed a976b2bf -o out"
 
@@ -26,12 +25,12 @@ COMMAND = "handoff-fsm diff seed a976b2bf -o out"
 def _run(directory: Path, hash_seed: str) -> dict[str, bytes]:
     """The files one fresh ``diff seed a976b2bf -o out`` process writes, by name."""
     directory.mkdir()
-    process = subprocess.run(
-        [sys.executable, "-X", "faulthandler", "-m", "handoff_fsm", *COMMAND.split()[1:]],
+    process = run_cli(
+        *COMMAND.split()[1:],
+        python=("-X", "faulthandler"),
         cwd=directory,
         env={**os.environ, "PYTHONHASHSEED": hash_seed},
-        capture_output=True,
-        check=False,
+        text=False,
     )
     out = directory / "out"
     said = process.stderr.decode(errors="replace")

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Final
 import pytest
 
 from handoff_fsm.model import Revision
-from tests.browser import VIEWPORT, Opened, open_page, shot
 from tests.inspect_pages import seed_diff_page, seed_report, trace_states
+from tests.support.browser import VIEWPORT, Opened, open_page, shot
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, FloatRect

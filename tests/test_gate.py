@@ -28,7 +28,7 @@ from handoff_fsm.verify.exploration import ExplorationReport
 from handoff_fsm.verify.rules import Invariant
 from handoff_fsm.verify.system import Property
 from handoff_fsm.verify.verdicts import judge
-from tests.gitrepo import package_repository
+from tests.support.git import package_repository
 
 ROOT = Path(__file__).resolve().parents[1]
 GUARD = "held.to(releasing, cond=\"In('activated')\")"

@@ -21,7 +21,6 @@ from handoff_fsm.model import Revision
 from handoff_fsm.render.livechart import marked_chart_svg
 from handoff_fsm.render.style import ACTIVE_LINE, CURRENT_STEP, TAKEN
 from handoff_fsm.structure.revisions import revision_chart
-from tests.browser import VIEWPORT, Opened, open_page, shot
 from tests.inspect_pages import (
     COMMITTED_TRACES,
     HOSTILE_TRACES,
@@ -30,6 +29,7 @@ from tests.inspect_pages import (
     replayed,
     trace_lines,
 )
+from tests.support.browser import VIEWPORT, Opened, open_page, shot
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, FloatRect, Page

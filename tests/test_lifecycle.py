@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from handoff_fsm.render import (
 )
 from handoff_fsm.review import DIAGRAMS_DIR
 from handoff_fsm.simulate.scenarios import SCENARIOS
+from tests.support.cli import run_cli
 from tests.test_diagrams_mermaid import MERMAID_CHECK, check_sequence_diagram
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,8 +230,7 @@ def test_a_huge_line_is_skipped_unread_and_reported() -> None:
 
 def _cli(args: list[str], stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     """The real command in a subprocess: what a user sees, tracebacks included."""
-    command = [sys.executable, "-m", "handoff_fsm", "lifecycle", *args]
-    return subprocess.run(command, input=stdin, capture_output=True, check=False, cwd=ROOT)
+    return run_cli("lifecycle", *args, input=stdin, text=False, cwd=ROOT)
 
 
 def test_hostile_inputs_to_the_command_give_one_coded_line_and_exit_2(tmp_path: Path) -> None:
@@ -370,12 +369,7 @@ def test_the_command_takes_a_revision(tmp_path: Path, capsys: pytest.CaptureFixt
     out = tmp_path / "reopened.mmd"
     assert main(["lifecycle", str(trace), "--revision", "a976b2bf", "-o", str(out)]) == 0
     assert "Note over Coordinator: canceling_decode" in out.read_text(encoding="utf-8")
-    bad = subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", "lifecycle", str(trace), "--revision", "x"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    bad = run_cli("lifecycle", str(trace), "--revision", "x")
     assert bad.returncode == 2 and "invalid choice: 'x'" in bad.stderr
 
 

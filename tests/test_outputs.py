@@ -19,7 +19,6 @@ import os
 import resource
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from handoff_fsm import cli
 from handoff_fsm.cli import main
 from handoff_fsm.io import atomic
 from handoff_fsm.review import diagram_files
+from tests.support.cli import run_cli
 
 HID = "01234567-89ab-cdef-0123-456789abcdef"
 TRACE_LINES = [
@@ -67,14 +67,11 @@ def _limited() -> None:
 
 
 def _run_limited(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", *args],
+    return run_cli(
+        *args,
         cwd=cwd,
         preexec_fn=_limited,  # only sets a limit and a signal disposition
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-        capture_output=True,
-        text=True,
-        check=False,
         timeout=600,
     )
 
@@ -376,14 +373,7 @@ def test_diff_clears_what_an_earlier_review_left_and_nothing_else(work: Path) ->
 @pytest.mark.parametrize("args", [["check", "--order", "SourceFirst"], ["diff", "seed", "seed"]])
 def test_a_failing_stdout_is_named(work: Path, args: list[str]) -> None:
     with open("/dev/full", "w") as full:
-        result = subprocess.run(
-            [sys.executable, "-m", "handoff_fsm", *args],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            check=False,
-            timeout=300,
-        )
+        result = run_cli(*args, stdout=full, stderr=subprocess.PIPE, timeout=300)
     assert result.returncode == 2
     assert result.stderr == f"handoff-fsm {args[0]}: <stdout>: No space left on device\n"
 

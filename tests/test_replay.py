@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from itertools import combinations
 from pathlib import Path
@@ -25,6 +23,7 @@ from handoff_fsm.io.replay import _KEY_RANGES, _OP_OF_KEYS, _OP_SHAPES, TraceRep
 from handoff_fsm.io.wire import fact_to_wire, outcome_to_wire
 from tests.differential import random_trace
 from tests.support import HANDOFF_ID, OTHER_ID, destination_reserved, source_held
+from tests.support.cli import run_cli
 
 HID = str(HANDOFF_ID)
 
@@ -172,24 +171,14 @@ def test_malformed_lines_are_invalid_input_with_their_line_number(line: str) -> 
 def test_non_utf8_line_is_invalid_input(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     trace.write_bytes(new().encode() + b"\n\xff\xfe\n" + op("c1", "start").encode() + b"\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", "replay", str(trace)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    result = run_cli("replay", str(trace), check=True)
     replies = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r.get("error", {}).get("code") for r in replies] == [None, "invalid_input", None]
 
 
 def test_cli_reads_stdin_and_writes_a_file(tmp_path: Path) -> None:
     out = tmp_path / "replies.jsonl"
-    subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", "replay", "-", "-o", str(out)],
-        input="\n".join(SUCCESS) + "\n",
-        text=True,
-        check=True,
-    )
+    run_cli("replay", "-", "-o", str(out), input="\n".join(SUCCESS) + "\n", check=True)
     assert [json.loads(line) for line in out.read_text().splitlines()] == run(SUCCESS)
 
 
@@ -291,21 +280,11 @@ def test_cli_remember_option(tmp_path: Path) -> None:
     lines += [fact("b", Canceled(handoff_id=HANDOFF_ID)), op("a", "start")]
     trace.write_text("\n".join(lines) + "\n")
     for remember, code in (("1", "forgotten_coordinator"), ("all", None), ("2", None)):
-        result = subprocess.run(
-            [sys.executable, "-m", "handoff_fsm", "replay", str(trace), "--remember", remember],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        result = run_cli("replay", str(trace), "--remember", remember, check=True)
         last = json.loads(result.stdout.splitlines()[-1])
         assert last.get("error", {}).get("code") == code, remember
     for bad_count in ("-3", "²", "٣", "1_0", " 3", "+3", "3.0", ""):
-        bad = subprocess.run(
-            [sys.executable, "-m", "handoff_fsm", "replay", str(trace), "--remember", bad_count],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        bad = run_cli("replay", str(trace), "--remember", bad_count)
         assert bad.returncode == 2, bad_count
         assert f"expected a count or 'all', got {bad_count!r}" in bad.stderr
         assert "Traceback" not in bad.stderr

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 import tracemalloc
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,6 +22,7 @@ from handoff_fsm.io.replay import (
     replay,
 )
 from handoff_fsm.model import Revision
+from tests.support.cli import run_cli
 
 TIMING = {"mode": "full_prompt", "kv_bytes_per_token": 131072, "bandwidth_gb_s": 25.0}
 
@@ -314,14 +313,14 @@ def test_the_command_takes_a_byte_budget(tmp_path: Path) -> None:
     first, second = _Handoff("a" * 3_000, rng), _Handoff("b" * 3_000, rng)
     trace = tmp_path / "trace.jsonl"
     trace.write_text("\n".join([*first.canceled(), *second.canceled(), first.line("start")]) + "\n")
-    command = [sys.executable, "-m", "handoff_fsm", "replay", str(trace), "--remember-bytes"]
+    command = ("replay", str(trace), "--remember-bytes")
     one = KEPT_COORDINATOR_BYTES + 3_000  # room for one kept coordinator with its key
     for budget, code in ((str(one), "forgotten_coordinator"), (str(2 * one), None), ("all", None)):
-        result = subprocess.run([*command, budget], capture_output=True, text=True, check=True)
+        result = run_cli(*command, budget, check=True)
         last = json.loads(result.stdout.splitlines()[-1])
         assert last.get("error", {}).get("code") == code, budget
     for bad in ("-1", "1e6", "\u0661\u0660", "", "1_000"):
-        result = subprocess.run([*command, bad], capture_output=True, text=True, check=False)
+        result = run_cli(*command, bad)
         assert result.returncode == 2, bad
         assert f"expected a number of bytes or 'all', got {bad!r}" in result.stderr
         assert "Traceback" not in result.stderr

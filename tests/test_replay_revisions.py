@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from handoff_fsm import HandoffCompletion, Revision
 from handoff_fsm.io import TraceReplayer, replay
+from tests.support.cli import run_cli
 
 ID = "00000000-0000-4000-8000-000000000001"
 TIMING = {"mode": "full_prompt", "full_prompt_tokens": 10, "kv_bytes_per_token": 1024,
@@ -113,10 +112,5 @@ def test_the_cli_takes_a_default_revision(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text("\n".join([_new(), *SUCCESS, AFTER[0]]) + "\n")
     for revision, last in [("seed", []), ("a976b2bf", ["CancelDestination"])]:
-        out = subprocess.run(
-            [sys.executable, "-m", "handoff_fsm", "replay", str(trace), "--revision", revision],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.splitlines()
+        out = run_cli("replay", str(trace), "--revision", revision, check=True).stdout.splitlines()
         assert _status(json.loads(out[-1]))[0] == last

@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 
 import pytest
@@ -18,6 +16,7 @@ from handoff_fsm.cli.simulate import SESSION_OPTIONS
 from handoff_fsm.model import Revision
 from handoff_fsm.simulate import SimulationConfig
 from handoff_fsm.simulate.config import SESSION_SETTINGS, command_config, settings
+from tests.support.cli import run_cli
 
 
 def _options() -> dict[str, dict[str, argparse.Action]]:
@@ -90,12 +89,7 @@ def test_other_numbers_are_refused_with_the_text_given(
 
 
 def test_a_unicode_rate_runs_nothing() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", "simulate", "--fault-rate", "\u0660.\u0665"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_cli("simulate", "--fault-rate", "\u0660.\u0665")
     assert result.returncode == 2 and result.stdout == ""
     assert "got '\u0660.\u0665'" in result.stderr
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.support.cli import run_cli
 
 pytest.importorskip("matplotlib", reason="the plots need matplotlib: pip install '.[plots]'")
 
@@ -161,13 +162,7 @@ def test_plots_of_an_empty_run_still_draw() -> None:
 def _plots_run(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     folder.mkdir()
     args = ["--handoffs", "150", "--fault-rate", "0.1", "--seed", "9", "--plots", str(folder)]
-    return subprocess.run(
-        [sys.executable, "-m", "handoff_fsm", "simulate", *args, *extra],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    return run_cli("simulate", *args, *extra, timeout=300)
 
 
 def test_two_plots_runs_write_the_same_bytes(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ from handoff_fsm.simulate.sweep_report import (
     series,
     t_quantile,
 )
+from tests.support.cli import COMMAND
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -473,7 +474,7 @@ def _progress_of(tmp_path: Path, name: str, *, terminal: bool) -> str:
     terminal (a pseudo-terminal) or to a pipe."""
     import pty  # noqa: PLC0415  # POSIX only, as the whole suite
 
-    argv = [sys.executable, "-m", "handoff_fsm", "sweep", "--handoffs", "50"]
+    argv = [*COMMAND, "sweep", "--handoffs", "50"]
     argv += ["--seeds", "0-1", "--workers", "1", "-o", str(tmp_path / name)]
     env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
     if not terminal:

@@ -1,4 +1,11 @@
-"""Small drivers shared by the behaviour tests (scenarios read like the reference's tests)."""
+"""Helpers shared by the tests, one per job, each written once.
+
+Here: small drivers for the behaviour tests (scenarios read like the reference's tests).
+Beside them: :mod:`tests.support.git` (running git, a repository of the package, a
+commit's files), :mod:`tests.support.cli` (the command line in a fresh interpreter) and
+:mod:`tests.support.browser` (a page in headless Chromium; the ``browser`` fixture of
+tests/conftest.py launches it).
+"""
 
 from __future__ import annotations
 
