@@ -1,9 +1,12 @@
-"""Shared fixtures (most behaviour tests run against both engines) and the tool requirements.
+"""Shared fixtures (most behaviour tests run against both engines), the tool requirements
+and the quick run.
 
 ``@pytest.mark.requires("cargo" | "node" | "dot")`` marks a test that runs an external
 tool: it is skipped with the reason when the tool is missing, and under
 ``HANDOFF_FSM_REQUIRE_ALL=1`` (``make test``, ``.ci/run``) every skip fails the run
-(see tests/requirements.py).
+(see tests/requirements.py). Such a test is ``slow`` too: ``make test-quick`` leaves it,
+and every test marked ``slow``, to ``make test``, and fails a test it runs that starts a
+process, explores or overruns its CPU budget (see tests/quick.py).
 
 Verdicts are kept (handoff_fsm.verify.cache) in one folder of this run, shared by its
 pytest workers and every process they start, and never in the user's own cache: each
@@ -21,7 +24,7 @@ import pytest
 
 from handoff_fsm.coordinator import ENGINES, Engine
 from handoff_fsm.verify import cache
-from tests import requirements
+from tests import quick, requirements
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -35,10 +38,31 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", requirements.marker_description())
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m "not slow"`` deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         requirements.check_names(item)
         requirements.skip_unless_available(item)
+        if item.get_closest_marker(requirements.MARKER) is not None:
+            item.add_marker(quick.MARKER)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    if not quick.quick():
+        return (yield)
+    with quick.budgeted(item.nodeid):
+        return (yield)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_guard() -> Iterator[None]:
+    """Under ``make test-quick``, no process and no exploration for the whole session."""
+    if not quick.quick():
+        yield
+        return
+    with quick.guarded():
+        yield
 
 
 @pytest.hookimpl(wrapper=True)

@@ -90,6 +90,7 @@ def _admit(function: Any, value: Any) -> Any:
         return error
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.data())
 def test_a_timing_is_admitted_exactly_as_pydantic_judges_it(data: st.DataObject) -> None:
@@ -120,6 +121,7 @@ def test_an_outcome_is_admitted_exactly_as_pydantic_judges_it(data: st.DataObjec
     )
 
 
+@pytest.mark.slow
 def test_models_nested_deeper_than_any_schema_are_refused_without_recursion() -> None:
     inner: Any = HandoffTransferTiming.model_construct(**_UNCHECKED)
     for _ in range(100_000):
@@ -192,6 +194,7 @@ def _corrupted(op: Input) -> list[tuple[str, Input]]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("revision", list(Revision))
 @pytest.mark.parametrize("order", list(HandoffOrder))
 def test_corrupted_inputs_change_nothing_in_any_state(

@@ -716,6 +716,7 @@ def test_a_thousand_concurrent_sessions_with_random_faults_leak_nothing() -> Non
 # --------------------------------------------------------------------- packaging
 
 
+@pytest.mark.slow
 def test_importing_the_package_does_not_load_the_asyncio_runtime() -> None:
     code = "import sys, handoff_fsm; print('handoff_fsm.aio' in sys.modules)"
     out = subprocess.run(

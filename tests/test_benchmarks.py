@@ -349,6 +349,7 @@ def test_comparison_ratio_is_the_median_of_per_pair_ratios() -> None:
     assert comparison.baseline_median == 3.0
 
 
+@pytest.mark.slow
 def test_compare_calibrates_the_sample_size_and_interleaves_the_sides() -> None:
     calls: list[tuple[str, int]] = []
 
@@ -385,6 +386,7 @@ def test_json_roundtrip_rewrites_every_line(tmp_path: Path) -> None:
     assert out.read_text(encoding="utf-8") == '{"b": 1, "a": [NaN]}\n{"x": "y"}\n'
 
 
+@pytest.mark.slow
 def test_peak_rss_runs_the_program_and_reports_its_own_peak(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     trace.write_text('{"a": 1}\n', encoding="utf-8")
@@ -457,6 +459,7 @@ class _ForgetsCancelDestination(hf.HandoffCoordinator):
         ]
 
 
+@pytest.mark.slow
 def test_exploration_benchmark_refuses_a_broken_coordinator() -> None:
     # A broken exploration must not be timed as if it were the real one.
     with pytest.raises(AssertionError, match="exploration not clean"):
@@ -501,6 +504,7 @@ def test_row_verdicts() -> None:
     assert (absent.verdict, absent.missed) == ("NOT MEASURED", True)
 
 
+@pytest.mark.slow
 def test_quick_run_prints_every_row() -> None:
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / "run.py"), "--quick"],
@@ -543,6 +547,7 @@ def test_instruction_counts_need_valgrind_and_a_window_inside_the_trace(
     assert "needs valgrind" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workload", sorted(instructions.UNIT))
 def test_each_instruction_workload_runs_outside_valgrind(workload: str) -> None:
     """The child program valgrind runs does its workload (here without valgrind)."""

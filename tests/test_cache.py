@@ -165,6 +165,7 @@ def test_a_package_file_that_cannot_be_read_only_costs_the_computation(
     assert not list(kept_in.glob("*.json"))
 
 
+@pytest.mark.slow
 def test_a_kept_verdict_is_what_judging_gives(
     kept_in: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -183,6 +184,7 @@ def test_a_kept_verdict_is_what_judging_gives(
     assert [v.violated for v in first] == [frozenset()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("revision", list(Revision))
 def test_a_system_report_is_kept_whole(revision: Revision) -> None:
     """What the review draws (counterexamples, their world steps and marks) comes back
@@ -193,6 +195,7 @@ def test_a_system_report_is_kept_whole(revision: Revision) -> None:
     assert report_from_record(record) == report
 
 
+@pytest.mark.slow
 def test_the_default_system_report_is_read_back_not_explored_again(
     kept_in: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -265,6 +268,7 @@ def _asked(fake_side: Path) -> list[list[str]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("printed", ["tolerance", "holds only"])
 def test_a_side_is_asked_each_question_once_and_its_tolerance_read(
     fake_side: Path, monkeypatch: pytest.MonkeyPatch, printed: str
@@ -287,6 +291,7 @@ def test_a_side_is_asked_each_question_once_and_its_tolerance_read(
     assert len(_asked(fake_side)) == 6  # another package: asked afresh
 
 
+@pytest.mark.slow
 def test_a_side_that_cannot_check_with_losses_has_no_tolerance(
     fake_side: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,8 @@ from handoff_fsm.model import HandoffOrder, Revision
 from handoff_fsm.verify.coverage import untaken_steps
 from handoff_fsm.verify.exploration import explore
 
+pytestmark = pytest.mark.slow  # each test explores a revision (tests/quick.py)
+
 SF = HandoffOrder.SOURCE_FIRST
 
 

@@ -88,12 +88,14 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "name", "says"), CASES, ids=[c[0] for c in CASES])
 def test_file_mistakes_are_one_line(work: Path, command: str, name: str, says: str) -> None:
     line = assert_one_line_error(run(command, work), name)
     assert says in line
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_DEV_FULL, reason="needs /dev/full")
 @pytest.mark.parametrize(
     ("command", "name"),
@@ -108,6 +110,7 @@ def test_a_full_disk_is_one_line(work: Path, command: str, name: str) -> None:
     assert line.endswith("/dev/full: No space left on device")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_DEV_FULL, reason="needs /dev/full")
 @pytest.mark.parametrize(
     ("command", "name"),
@@ -118,11 +121,13 @@ def test_a_full_stdout_is_one_line(work: Path, command: str, name: str) -> None:
     assert "No space left on device" in line
 
 
+@pytest.mark.slow
 def test_closed_stdin_is_one_line(work: Path) -> None:
     line = assert_one_line_error(run("replay -", work, shell_redirect="<&-"), "replay")
     assert line == "handoff-fsm replay: <stdin>: closed (the command was started without it)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "name"), [("replay trace.jsonl", "replay"), ("check --order SourceFirst", "check")]
 )
@@ -131,11 +136,13 @@ def test_closed_stdout_is_one_line(work: Path, command: str, name: str) -> None:
     assert line.endswith("<stdout>: closed (the command was started without it)")
 
 
+@pytest.mark.slow
 def test_closed_stderr_keeps_the_status_and_stdout_clean(work: Path) -> None:
     result = run("replay missing.jsonl", work, shell_redirect="2>&-")
     assert (result.returncode, result.stdout) == (2, "")
 
 
+@pytest.mark.slow
 def test_closed_stdout_does_not_matter_when_writing_a_file(work: Path) -> None:
     result = run("replay trace.jsonl -o out.jsonl", work, shell_redirect=">&-")
     assert result.returncode == 0, result.stderr
@@ -199,6 +206,7 @@ def test_unreadable_file_is_one_line(
     assert captured.err == f"handoff-fsm replay: {secret}: Permission denied\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "says"),
     [
@@ -218,6 +226,7 @@ def test_argument_mistakes_are_usage_errors(work: Path, command: str, says: str)
     assert says in result.stderr.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly(work: Path) -> None:
     big = work / "big.jsonl"
     big.write_text("\n".join(TRACE_LINES * 50_000) + "\n")
@@ -234,6 +243,7 @@ def test_a_closed_pipe_ends_quietly(work: Path) -> None:
     assert stderr == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "status"),
     [
@@ -257,6 +267,7 @@ def test_a_closed_pipe_keeps_the_verdict(work: Path, command: str, status: int) 
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow
 def test_the_max_line_bytes_option_bounds_lines(work: Path) -> None:
     result = run("replay trace.jsonl --max-line-bytes 60", work)
     assert result.returncode == 0
@@ -264,6 +275,7 @@ def test_the_max_line_bytes_option_bounds_lines(work: Path) -> None:
     assert codes == ["line_too_long", "unknown_coordinator"]
 
 
+@pytest.mark.slow
 def test_version(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = run("--version", work)
     assert result.returncode == 0
@@ -322,6 +334,7 @@ def test_engine_means_one_thing_everywhere() -> None:
                 assert name in ("simulate", "sweep")
 
 
+@pytest.mark.slow
 def test_the_cli_module_and_help_stay_light() -> None:
     probe = (
         "import sys\n"
@@ -379,6 +392,7 @@ def test_revision_means_one_thing_everywhere() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_diagram_reads_hostile_traces_like_replay(work: Path) -> None:
     hostile = work / "hostile.jsonl"
     deep = "[" * 100_000 + "]" * 100_000
@@ -400,6 +414,7 @@ def test_diagram_reads_hostile_traces_like_replay(work: Path) -> None:
     assert "1 inputs" in dot and "line_too_long" in dot and "invalid_input" in dot
 
 
+@pytest.mark.slow
 def test_replay_refuses_to_overwrite_its_trace_through_standard_streams(work: Path) -> None:
     trace = work / "trace.jsonl"
     before = trace.read_bytes()
@@ -412,6 +427,7 @@ def test_replay_refuses_to_overwrite_its_trace_through_standard_streams(work: Pa
     assert ok.returncode == 0 and (work / "out.jsonl").read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bound", ["9223372036854775807", str(2**64), "0"])
 def test_an_unreadable_line_bound_is_a_usage_error(work: Path, bound: str) -> None:
     result = run(f"replay trace.jsonl --max-line-bytes {bound}", work)
@@ -420,6 +436,7 @@ def test_an_unreadable_line_bound_is_a_usage_error(work: Path, bound: str) -> No
     assert "--max-line-bytes" in result.stderr.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_replay_strict_fails_when_a_line_was_refused(work: Path) -> None:
     good = "\n".join(TRACE_LINES) + "\n"
     (work / "good.jsonl").write_text(good)
@@ -431,6 +448,7 @@ def test_replay_strict_fails_when_a_line_was_refused(work: Path) -> None:
     assert run("replay bad.jsonl", work).returncode == 0  # without --strict: as before
 
 
+@pytest.mark.slow
 def test_an_extra_argument_is_said_with_the_subcommands_usage(work: Path) -> None:
     result = run("diagrams a b", work)
     assert result.returncode == 2

@@ -150,6 +150,7 @@ def _continue_elsewhere(c: HandoffCoordinator) -> tuple[list[str], str]:
     return _finish(c), c.snapshot().model_dump_json()
 
 
+@pytest.mark.slow
 def test_a_coordinator_crosses_a_process_boundary() -> None:
     original = _midway("compiled")
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("fork")) as pool:

@@ -74,6 +74,7 @@ def test_the_review_needs_an_existing_folder(
     assert not out.parent.exists()
 
 
+@pytest.mark.slow
 def test_review_git_outside_a_checkout_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -90,6 +91,7 @@ def test_review_git_outside_a_checkout_is_an_error(
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+@pytest.mark.slow
 def test_a_review_named_like_a_file_it_links_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -115,6 +117,7 @@ def _needs_graphviz(name: str) -> bool:
     return name.endswith(FIGURE_SUFFIXES)
 
 
+@pytest.mark.slow
 def test_diagrams_without_dot_writes_the_rest_and_names_what_it_could_not_draw(
     tmp_path: Path,
 ) -> None:
@@ -138,6 +141,7 @@ def test_diagrams_without_dot_writes_the_rest_and_names_what_it_could_not_draw(
     assert result.stdout == f"wrote {len(drawn)} files to {out}/\n"
 
 
+@pytest.mark.slow
 def test_diagrams_without_graphviz_in_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

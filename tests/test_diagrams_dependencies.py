@@ -44,6 +44,7 @@ def _imported_top_levels() -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_every_declared_runtime_dependency_is_imported_by_the_package() -> None:
     providers: dict[str, set[str]] = {}
     for module, distributions in packages_distributions().items():
@@ -61,6 +62,7 @@ def test_pydot_is_not_a_dependency() -> None:
     assert "pydot" not in _imported_top_levels()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "module",
     ["handoff_fsm.render", "handoff_fsm.review", "handoff_fsm.cli.diagrams", "handoff_fsm.cli"],
@@ -76,6 +78,7 @@ def test_the_diagrams_do_not_load_rich(module: str) -> None:
     assert result.stdout == "False\n"
 
 
+@pytest.mark.slow
 def test_the_simulation_command_does_load_rich() -> None:
     """The check above can fail: the terminal output of ``simulate`` does import rich."""
     result = subprocess.run(

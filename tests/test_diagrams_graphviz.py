@@ -39,6 +39,7 @@ def test_a_dot_syntax_error_is_one_line_with_graphvizs_message() -> None:
     assert not isinstance(caught.value, GraphvizMissingError)
 
 
+@pytest.mark.slow
 def test_missing_dot_names_how_to_install_graphviz_everywhere(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,6 +62,7 @@ def _cli(args: list[str], path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["diagrams", "diagram"])
 def test_the_cli_without_dot_prints_one_line_and_exits_2(tmp_path: Path, command: str) -> None:
     trace = tmp_path / "t.jsonl"
@@ -89,6 +91,7 @@ def test_the_cli_without_dot_prints_one_line_and_exits_2(tmp_path: Path, command
         assert (out / "statechart.dot").is_file() and not (out / "statechart.svg").exists()
 
 
+@pytest.mark.slow
 def test_a_dot_overlay_needs_no_graphviz(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from handoff_fsm.review import IMPROVEMENTS_MARKDOWN, KEPT_QUIRKS_MARKDOWN, review_markdown
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "coordinator.md"
@@ -16,6 +18,7 @@ def test_the_guide_quotes_the_improvements_verbatim() -> None:
     assert KEPT_QUIRKS_MARKDOWN in section
 
 
+@pytest.mark.slow
 def test_the_review_quotes_the_improvements_verbatim() -> None:
     review = review_markdown()
     assert IMPROVEMENTS_MARKDOWN in review

@@ -50,6 +50,7 @@ def _situation(report: LossReport, state: tuple[str, ...], fates: dict[Awaited, 
     return next(s for s in report.situations if s.state == state and dict(s.fates) == fates)
 
 
+@pytest.mark.slow
 def test_the_state_space_is_the_explorers(source_first: LossReport) -> None:
     assert source_first.states == explore(HandoffOrder.SOURCE_FIRST).states
     assert 0 < source_first.waiting < source_first.states

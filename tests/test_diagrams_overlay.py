@@ -106,6 +106,7 @@ def test_the_overlay_numbers_taken_edges_and_lists_the_errors() -> None:
     assert 'fillcolor="#ffffff"' in untouched  # never visited
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "suffix",
     [
@@ -147,6 +148,7 @@ def test_the_diagram_command(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "no coordinator 'zz'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_an_overlay_draws_hostile_text_exactly_as_written(tmp_path: Path) -> None:
     """Markup, backslash escapes and control characters from a trace reach the picture as text."""
     trace = tmp_path / 'we<ird>&"\\N.jsonl'

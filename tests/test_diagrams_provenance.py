@@ -34,6 +34,7 @@ def test_the_committed_review_names_the_version_and_the_charts_hash_but_no_commi
     assert "a committed file cannot name the commit that contains it" in paragraph
 
 
+@pytest.mark.slow
 def test_a_stamp_with_git_names_the_commit_and_whether_it_is_dirty() -> None:
     model = describe_chart()
     base = provenance(model)
@@ -67,6 +68,7 @@ def repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_git_state_reports_the_commit_and_only_the_packages_changes(repository: Path) -> None:
     head = git(repository, "rev-parse", "HEAD").strip()
     assert git_state() == GitState(head, dirty=False)
@@ -76,6 +78,7 @@ def test_git_state_reports_the_commit_and_only_the_packages_changes(repository: 
     assert git_state() == GitState(head, dirty=True)
 
 
+@pytest.mark.slow
 def test_without_a_repository_or_git_there_is_no_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

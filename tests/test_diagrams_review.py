@@ -22,6 +22,7 @@ from handoff_fsm.verify.rules import JUDGED_BY, Invariant, invariants_of, statem
 from handoff_fsm.verify.system import Property, SystemAssumptions, check_matrix
 
 
+@pytest.mark.slow
 def test_the_review_has_every_section_in_order() -> None:
     review = review_markdown()
     headings = re.findall(r"^## (.+)$", review, re.MULTILINE)
@@ -46,6 +47,7 @@ def test_the_review_has_every_section_in_order() -> None:
         assert f"| `{code.value}` |" in review
 
 
+@pytest.mark.slow
 def test_the_review_is_deterministic() -> None:
     assert review_markdown() == review_markdown()
 
@@ -63,6 +65,7 @@ def test_chart_space_counts_the_compiled_chart() -> None:
     assert source_first.completing[HandoffCompletion.SUCCESS] == 1
 
 
+@pytest.mark.slow
 def test_the_review_shows_the_state_space_figures_of_every_revision() -> None:
     section = review_markdown().split("## 7. State space", 1)[1].split("## 8.", 1)[0]
     for revision in Revision:
@@ -75,6 +78,7 @@ def test_the_review_shows_the_state_space_figures_of_every_revision() -> None:
     assert section.count("\n| `") == 2 * 2 * len(Revision)
 
 
+@pytest.mark.slow
 def test_the_scripted_success_runs_show_the_expected_normalized_lifecycles() -> None:
     for order in HandoffOrder:
         run = next(
@@ -93,6 +97,7 @@ def _revision_part(revision: Revision) -> str:
     return next(part for part in parts if part.startswith(f"`{revision.value}`\n"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("revision", list(Revision), ids=str)
 def test_each_revision_states_its_invariants_with_what_judges_them(revision: Revision) -> None:
     section = _revision_part(revision).split("#### Invariants", 1)[1].split("\n#### ", 1)[0]
@@ -112,6 +117,7 @@ def test_each_revision_states_its_invariants_with_what_judges_them(revision: Rev
     assert set(JUDGED_BY) == set(Invariant)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("revision", list(Revision), ids=str)
 def test_each_revision_links_its_chart_and_table_and_gives_its_size(revision: Revision) -> None:
     part = _revision_part(revision)
@@ -129,6 +135,7 @@ def test_each_revision_links_its_chart_and_table_and_gives_its_size(revision: Re
         assert f"{space.states} chart states and {space.steps} steps for `{order.value}`" in part
 
 
+@pytest.mark.slow
 def test_only_the_a976b2bf_part_shows_the_decode_phase_cancel_side_by_side() -> None:
     figure = "(decode_cancel_by_revision.svg)"
     assert figure not in _revision_part(Revision.SEED)
@@ -146,6 +153,7 @@ def test_only_the_a976b2bf_part_shows_the_decode_phase_cancel_side_by_side() -> 
     assert review.index("### 8.2. `a976b2bf`") < review.index("### 8.3. `seed` → `a976b2bf`")
 
 
+@pytest.mark.slow
 def test_the_lost_message_section_names_every_stall_with_its_shortest_trace() -> None:
     section = review_markdown().split("## 9. One lost message", 1)[1]
     reports = loss_reports()

@@ -139,6 +139,7 @@ def test_markdown_is_a_heading_and_the_mermaid_block() -> None:
     assert "    title a *b* `c`" in block
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "suffix",
     [

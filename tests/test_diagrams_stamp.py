@@ -49,6 +49,7 @@ def test_the_digest_is_sha256_of_the_utf8_dot() -> None:
     assert hashlib.sha256(SOURCE.encode("ascii")).hexdigest() == DIGEST
 
 
+@pytest.mark.slow
 def test_an_svg_stamp_is_a_metadata_element_and_the_svg_stays_valid() -> None:
     svg = stamp("svg", _drawn("svg"), DIGEST)
     root = ET.fromstring(svg)
@@ -59,6 +60,7 @@ def test_an_svg_stamp_is_a_metadata_element_and_the_svg_stays_valid() -> None:
     assert read_stamp("svg", svg) == DIGEST
 
 
+@pytest.mark.slow
 def test_a_png_stamp_is_a_text_chunk_after_ihdr_and_every_crc_holds() -> None:
     raw = _drawn("png")
     png = stamp("png", raw, DIGEST)
@@ -69,6 +71,7 @@ def test_a_png_stamp_is_a_text_chunk_after_ihdr_and_every_crc_holds() -> None:
     assert read_stamp("png", png) == DIGEST
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["svg", "png"])
 def test_unstamped_and_foreign_bytes_have_no_stamp(fmt: Format) -> None:
     assert read_stamp(fmt, _drawn(fmt)) is None
@@ -76,6 +79,7 @@ def test_unstamped_and_foreign_bytes_have_no_stamp(fmt: Format) -> None:
     assert read_stamp(fmt, b"\x89PNG\r\n\x1a\n\x00\x00\xff\xffIHDR") is None
 
 
+@pytest.mark.slow
 def test_a_label_cannot_forge_a_stamp() -> None:
     """Label text reaches the SVG escaped, so it never reads as the stamp element."""
     forged = f'<metadata id="{KEY}">{OTHER}</metadata>'
@@ -85,6 +89,7 @@ def test_a_label_cannot_forge_a_stamp() -> None:
     assert read_stamp("svg", svg) == DIGEST
 
 
+@pytest.mark.slow
 def test_stamp_refuses_what_it_cannot_stamp() -> None:
     with pytest.raises(ValueError, match="SHA-256"):
         stamp("svg", _drawn("svg"), "abc")
@@ -94,6 +99,7 @@ def test_stamp_refuses_what_it_cannot_stamp() -> None:
         stamp("png", b"GIF89a", DIGEST)
 
 
+@pytest.mark.slow
 def test_comparable_reduces_figures_to_their_stamp_and_keeps_text_whole() -> None:
     assert figure_format("a.SVG") == "svg"
     assert figure_format("a.png") == "png"

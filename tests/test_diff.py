@@ -113,6 +113,7 @@ def assert_shows(
 # ---------------------------------------------------------------------- equivalence
 
 
+@pytest.mark.slow
 def test_seed_is_equivalent_to_itself() -> None:
     report = diff("seed", "seed")
     assert report.equivalent
@@ -129,6 +130,7 @@ def test_seed_is_equivalent_to_itself() -> None:
     }
 
 
+@pytest.mark.slow
 def test_seed_is_equivalent_on_the_statechart_engine() -> None:
     report = diff("seed", "seed@statechart")
     assert report.equivalent
@@ -139,6 +141,7 @@ def test_seed_is_equivalent_on_the_statechart_engine() -> None:
 # ---------------------------------------------------------------------- protocol revisions
 
 
+@pytest.mark.slow
 def test_seed_against_a976b2bf_shows_exactly_the_observable_changes_of_the_revision() -> None:
     # docs/revisions.md: (1) a terminal fact after Success reopens cleanup and
     # cancels the destination; (2) the delay actually scheduled is validated where it is
@@ -233,6 +236,7 @@ MUTANTS = [
 RUN = [case for case in MUTANTS if SLOW or case[0] is not RecordsBeforeValidating]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mutant", "order", "length", "how"), RUN, ids=[case[0].__name__ for case in RUN]
 )
@@ -259,6 +263,7 @@ def test_a_broken_coordinator_is_told_apart_by_a_shortest_trace(
         )
 
 
+@pytest.mark.slow
 def test_no_shorter_trace_tells_them_apart() -> None:
     # The shortest trace of a report is shortest: cut the exploration one input
     # before it and the sides look alike. (IgnoresTimeoutInFlight: 7 inputs.)
@@ -270,6 +275,7 @@ def test_no_shorter_trace_tells_them_apart() -> None:
     assert first.inputs == min(d.inputs for d in report.differences)
 
 
+@pytest.mark.slow
 def test_one_behavioural_change_is_one_entry() -> None:
     # Never issuing CancelDestination shows after each failure fact and a failed
     # action, alone (destination first) or beside CancelSource (source first): one
@@ -286,6 +292,7 @@ def test_one_behavioural_change_is_one_entry() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_json_report_has_exactly_the_promised_shape() -> None:
     report = seed_against(DropsCancelDestination, "drops")
     data = report.to_json()
@@ -337,6 +344,7 @@ def test_a_side_that_names_nothing_is_a_coded_error(text: str, words: str) -> No
     assert words in str(raised.value)
 
 
+@pytest.mark.slow
 def test_a_git_side_outside_a_repository_is_a_coded_error(tmp_path: Path) -> None:
     with pytest.raises(DiffError) as raised:
         diff("git:HEAD", "seed", cwd=tmp_path)
@@ -344,12 +352,14 @@ def test_a_git_side_outside_a_repository_is_a_coded_error(tmp_path: Path) -> Non
     assert "not inside a git repository" in str(raised.value)
 
 
+@pytest.mark.slow
 def test_the_bound_on_states_is_a_coded_error() -> None:
     with pytest.raises(DiffError) as raised:
         diff("seed", "seed", max_states=20)
     assert raised.value.code is DiffErrorCode.DIFF_TOO_LARGE
 
 
+@pytest.mark.slow
 def test_differences_found_within_the_bound_are_reported_as_not_exhaustive() -> None:
     # 20 state pairs cut source first short (its product has 27, destination first 16);
     # what was found is reported, shortest all the same, and the report says it stopped.
@@ -365,6 +375,7 @@ def test_differences_found_within_the_bound_are_reported_as_not_exhaustive() -> 
 # ---------------------------------------------------------------------- command line
 
 
+@pytest.mark.slow
 def test_cli_exit_statuses_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diff", "seed", "seed", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -330,6 +330,7 @@ def assert_replays(
         assert texts_a[-1] != texts_b[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [case for case in CASES if SLOW or case.mutant in ALWAYS],
@@ -363,6 +364,7 @@ _KEPT = '            submitting.to(submitted, event="prefill_submitted")\n'
 _ADDED = '            submitted.to.itself(event="prefill_submitted", internal=True)\n'
 
 
+@pytest.mark.slow
 def test_a_chart_with_one_added_and_one_removed_transition(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -431,6 +433,7 @@ def test_review_against_a_revision_diffs_the_working_tree(
     assert "The working tree against" not in (ROOT / "diagrams" / "REVIEW.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_revision_without_the_package_is_a_coded_error(tmp_path: Path) -> None:
     git(tmp_path, "init", "--quiet")
     (tmp_path / "README.md").write_text("nothing here\n")
@@ -442,6 +445,7 @@ def test_a_revision_without_the_package_is_a_coded_error(tmp_path: Path) -> None
     assert "holds no handoff_fsm package" in str(raised.value)
 
 
+@pytest.mark.slow
 def test_a_side_whose_package_does_not_load_is_a_coded_error(repo: Path) -> None:
     commit_change(
         repo, "broken", "handoff_fsm/__init__.py", '\nraise RuntimeError("broken on purpose")\n'
@@ -461,6 +465,7 @@ BEFORE_THE_SECOND_LAYOUT = "1e41105ab7ba4ce8f61d42ecacd7394b78431701"
 (:mod:`handoff_fsm.verify.diff.driver`) must still drive it, and it behaves as today."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("revision", ["seed", "a976b2bf"])
 def test_the_commit_before_the_second_layout_is_equivalent_to_the_work_tree(
     revision: str,
@@ -483,6 +488,7 @@ FIRST_COMMIT_OF_THE_SRC_LAYOUT = "e9e1a51"
 today's modules, which an editable install of the working copy would otherwise offer it."""
 
 
+@pytest.mark.slow
 def test_a_side_imports_its_own_package_and_nothing_of_the_running_one(tmp_path: Path) -> None:
     """A side's interpreter sees none of the running package, also where the side's
     package lacks a module the running one has (an editable install's finder, a ``.pth``
@@ -511,6 +517,7 @@ def test_a_side_imports_its_own_package_and_nothing_of_the_running_one(tmp_path:
     assert result.stdout.split() == ["side", "isolated"], result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_the_first_commit_of_the_src_layout_is_driven_in_isolation() -> None:
     if not (ROOT / ".git").exists():
         pytest.fail("the tests run from a git clone: the contract is checked against history")

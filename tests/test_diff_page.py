@@ -46,6 +46,7 @@ def side_svg(page: str, side: str) -> ET.Element:
 # ---------------------------------------------------------------------- the data
 
 
+@pytest.mark.slow
 def test_every_step_holds_each_side_s_own_state_and_reply() -> None:
     report = seed_report()
     data = diff_page_data(seed_diff_page())
@@ -65,6 +66,7 @@ def test_every_step_holds_each_side_s_own_state_and_reply() -> None:
         assert shown["first"] == difference.inputs
 
 
+@pytest.mark.slow
 def test_a_completed_coordinator_still_shows_its_state() -> None:
     """After Success the seed's coordinator is complete, yet still asked: its state is kept."""
     steps = diff_page_data(seed_diff_page())["differences"][1]["steps"]

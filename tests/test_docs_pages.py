@@ -100,6 +100,7 @@ def test_the_pages_are_the_ones_the_site_builds() -> None:
 # ---------------------------------------------------------------------------- python
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", of("python"), ids=_id)
 def test_python_runs(block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
     code = compile(
@@ -205,6 +206,7 @@ def test_the_ellipsis_matches_what_it_stands_for() -> None:
     assert not pattern.fullmatch("a: 1, 0.5 s\nz\nmore\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", of("console"), ids=_id)
 def test_console_shows_what_the_command_prints(block: Block) -> None:
     command, output = _shown(block.text)
@@ -271,6 +273,7 @@ def test_the_text_blocks_are_the_module_map_and_the_replay_schema() -> None:
 # ---------------------------------------------------------------------------- figures
 
 
+@pytest.mark.slow
 def test_the_decode_cancel_figures_are_what_simulate_reports(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -28,6 +28,8 @@ from handoff_fsm import (
 )
 from handoff_fsm.verify import explore
 
+pytestmark = pytest.mark.slow  # each test explores on both engines (tests/quick.py)
+
 
 class EngineMismatchError(AssertionError):
     """The two engines answered one input differently."""

@@ -83,6 +83,7 @@ def test_an_error_raised_by_the_coordinator_crosses_a_process_boundary() -> None
     )
 
 
+@pytest.mark.slow
 def test_the_list_of_codes_does_not_depend_on_which_layer_was_imported_first() -> None:
     """The review's code table is written from error_codes(): importing the layers in
     another order (a test run, a CLI command) must not reorder it."""

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "two_workers.py"
 GUIDE = ROOT / "docs" / "driving.md"
@@ -24,6 +26,7 @@ def python_blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
 
 
+@pytest.mark.slow
 def test_the_example_program_runs_as_the_guide_says() -> None:
     result = subprocess.run(
         [sys.executable, str(EXAMPLE)], capture_output=True, text=True, check=True, cwd=ROOT

@@ -81,6 +81,7 @@ def _guard(edge: Edge) -> str:
     return "" if edge.guard is None else edge.guard.expression
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("revision", "order"), EVERY)
 def test_the_coordinator_keeps_every_invariant_of_its_revision(
     revision: Revision, order: HandoffOrder
@@ -104,12 +105,14 @@ def test_the_coordinator_keeps_every_invariant_of_its_revision(
     assert result.to_json()["revision"] == revision.value
 
 
+@pytest.mark.slow
 def test_a976b2bf_is_held_to_the_reopen_the_seed_never_does() -> None:
     assert Invariant.REOPENS_AFTER_SUCCESS not in {v.invariant for v in report(SF).verdicts}
     verdicts = {v.invariant: v for v in report(SF, A976).verdicts}
     assert verdicts[Invariant.REOPENS_AFTER_SUCCESS].holds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("revision", "order"), EVERY)
 def test_exploration_covers_every_fireable_transition_of_its_revision_and_order(
     revision: Revision, order: HandoffOrder
@@ -136,6 +139,7 @@ def test_exploration_covers_every_fireable_transition_of_its_revision_and_order(
         assert all("validates_scheduled_delay" in _guard(t) for t in second)
 
 
+@pytest.mark.slow
 def test_both_orders_of_both_revisions_together_cover_every_declared_transition() -> None:
     union: set[int] = set()
     for revision in Revision:
@@ -151,6 +155,7 @@ def test_both_orders_of_both_revisions_together_cover_every_declared_transition(
     assert fireable_transitions(SEED) != fireable_transitions(A976)
 
 
+@pytest.mark.slow
 def test_a_second_exploration_gives_the_same_report() -> None:
     # How long it takes is `make bench-check`'s business (benchmarks/run.py), not a test's.
     for revision, order in ((SEED, SF), (A976, DF)):
@@ -161,6 +166,7 @@ def test_a_second_exploration_gives_the_same_report() -> None:
         assert again == first
 
 
+@pytest.mark.slow
 def test_explore_refuses_a_coordinator_of_another_revision() -> None:
     with pytest.raises(ConfigurationError) as raised:
         explore(SF, revision=A976, factory=HandoffCoordinator)
@@ -171,6 +177,7 @@ def test_explore_refuses_a_coordinator_of_another_revision() -> None:
     assert unknown.value.code is HandoffErrorCode.INVALID_REVISION
 
 
+@pytest.mark.slow
 def test_a976b2bf_liveness_lets_a_refused_fact_end_by_failure() -> None:
     # Source held with a timing whose scheduled delay for the reservation is infinite:
     # a976b2bf refuses the only DestinationReserved the destination can truthfully send.
@@ -255,6 +262,7 @@ def test_inputs_for_outstanding_and_acknowledged_actions() -> None:
     assert obs.classify(unknown) is InputClass.UNKNOWN_ACTION
 
 
+@pytest.mark.slow
 def test_a_counterexample_is_a_replayable_trace() -> None:
     result = explore(SF, factory=_StartsTwice)
     assert not result.ok
@@ -279,6 +287,7 @@ def _completes(path: ModelPath) -> int:
     return sum(type(a.action) is Complete for reply in path.replies for a in reply.actions)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("revision", list(Revision))
 def test_replay_of_the_longest_model_path_breaks_nothing(revision: Revision) -> None:
     # The longest of those completing most often: a976b2bf's reopens after Success.
@@ -290,6 +299,7 @@ def test_replay_of_the_longest_model_path_breaks_nothing(revision: Revision) -> 
     assert [reply_from_wire(json.loads(r)) for r in replies[1:]] == list(path.replies)
 
 
+@pytest.mark.slow
 def test_audit_judges_replayed_replies() -> None:
     path = max(model_paths([DF], [SEED]), key=lambda p: len(p.ops))
     trace = path.trace()
@@ -339,6 +349,7 @@ def test_inputs_in_a_reopened_cleanup() -> None:
     assert classes[InputClass.OUTCOME] == 2  # Applied and Noop for the cancel
 
 
+@pytest.mark.slow
 def test_an_a976b2bf_counterexample_names_its_revision() -> None:
     result = explore(SF, revision=A976, factory=partial(_StartsTwice, revision=A976))
     violation = result.violation(Invariant.ACTION_IDS_INCREASING)
@@ -377,6 +388,7 @@ def explored(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("explored")
 def test_cli_check_prints_the_figures(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--order", "SourceFirst"]) == 0
@@ -409,6 +421,7 @@ def test_cli_check_prints_the_figures(capsys: pytest.CaptureFixture[str]) -> Non
     assert out.rstrip().endswith("OK: every invariant holds")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("explored")
 def test_cli_check_one_revision(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--revision", "a976b2bf", "--order", "DestinationFirst"]) == 0
@@ -419,6 +432,7 @@ def test_cli_check_one_revision(capsys: pytest.CaptureFixture[str]) -> None:
     assert "seed + a976b2bf" not in out
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("explored")
 def test_cli_check_json_for_both_revisions_and_orders(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--json"]) == 0
@@ -448,6 +462,7 @@ def test_cli_check_json_for_both_revisions_and_orders(capsys: pytest.CaptureFixt
     assert len(declared["revision_specific"]["a976b2bf"]) == 5
 
 
+@pytest.mark.slow
 def test_cli_check_fails_with_a_counterexample(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

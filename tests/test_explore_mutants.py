@@ -570,6 +570,7 @@ def test_every_invariant_has_a_mutant_that_breaks_it() -> None:
     assert {case.invariant for case in CASES} == set(Invariant)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_explore_reports_the_mutant_with_a_shortest_counterexample(case: Case) -> None:
     report = _report(case.mutant, case.order, case.revision)
@@ -640,6 +641,7 @@ def _final_before_last_input(case: Case) -> bool:
     return coordinator.is_final
 
 
+@pytest.mark.slow
 def test_the_after_complete_mutants_are_those_whose_last_input_follows_finality() -> None:
     for case in CASES:
         if case.invariant in {Invariant.LIVENESS, Invariant.DETERMINISTIC}:
@@ -647,6 +649,7 @@ def test_the_after_complete_mutants_are_those_whose_last_input_follows_finality(
         assert _final_before_last_input(case) is (case.mutant in _AFTER_COMPLETE), case.id
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", _SEEN_IN_REPLIES, ids=lambda case: case.id)
 def test_counterexample_replays_to_the_violation(
     case: Case,
@@ -675,6 +678,7 @@ def _drive(mutant: type, trace: tuple[str, ...]) -> list[Invariant]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [case for case in CASES if case.mutant in (*_AFTER_COMPLETE, TransfersForAnotherHandoff)],
@@ -727,6 +731,7 @@ def _session(mutant: type, trace: tuple[str, ...]) -> _Session:
     return _Session(trace, mutant)
 
 
+@pytest.mark.slow
 def test_rejected_input_that_changed_state_replays_to_a_wedge() -> None:
     violation = _violation(
         Case(RecordsBeforeValidating, SF, Invariant.REJECTED_INPUT_CHANGES_NOTHING, 2)
@@ -748,6 +753,7 @@ def test_rejected_input_that_changed_state_replays_to_a_wedge() -> None:
     assert broken.findings == correct.findings == []
 
 
+@pytest.mark.slow
 def test_wedged_cleanup_replays_to_a_state_honest_inputs_cannot_complete() -> None:
     violation = _violation(Case(DropsCancelDestination, DF, Invariant.LIVENESS, 2))
     broken = _session(DropsCancelDestination, violation.trace)
@@ -760,6 +766,7 @@ def test_wedged_cleanup_replays_to_a_state_honest_inputs_cannot_complete() -> No
     assert correct.obs.completion is HandoffCompletion.CANCELED
 
 
+@pytest.mark.slow
 def test_a976b2bf_passed_off_as_seed_wedges_where_the_seed_completes() -> None:
     violation = _violation(Case(A976b2bfPassedOffAsSeed, SF, Invariant.LIVENESS, 3, revision=SEED))
     assert violation.state == ("held", "reserving", "transfer_idle")
@@ -772,6 +779,7 @@ def test_a976b2bf_passed_off_as_seed_wedges_where_the_seed_completes() -> None:
     assert broken.findings == correct.findings == []
 
 
+@pytest.mark.slow
 def test_crash_replays_to_the_same_exception() -> None:
     violation = _violation(Case(CrashesOnUnknownAction, DF, Invariant.INPUTS_HANDLED, 1))
     assert "KeyError" in violation.message
@@ -780,6 +788,7 @@ def test_crash_replays_to_the_same_exception() -> None:
     assert "error" in json.loads(list(replay(violation.trace))[-1])
 
 
+@pytest.mark.slow
 def test_nondeterminism_replays_to_different_replies() -> None:
     violation = _violation(Case(SharesStartsAcrossInstances, SF, Invariant.DETERMINISTIC, 1))
     first = _replay(SharesStartsAcrossInstances, violation.trace)
@@ -788,6 +797,7 @@ def test_nondeterminism_replays_to_different_replies() -> None:
     assert list(replay(violation.trace)) == list(replay(violation.trace))
 
 
+@pytest.mark.slow
 def test_a_violating_state_is_not_explored_further() -> None:
     # Past the kept outcome lies a wedge; it is not reported as a second violation.
     report = explore(SF, factory=RecordsBeforeValidating)
@@ -795,6 +805,7 @@ def test_a_violating_state_is_not_explored_further() -> None:
     assert report.exhausted
 
 
+@pytest.mark.slow
 def test_max_states_cuts_the_exploration_short() -> None:
     report = explore(SF, max_states=10)
     assert report.states == 10

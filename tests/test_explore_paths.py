@@ -110,6 +110,7 @@ def _explored(revision: Revision, order: HandoffOrder) -> ExplorationReport:
     return explore(order, revision=revision)
 
 
+@pytest.mark.slow
 def test_paths_reach_every_reachable_state() -> None:
     for revision, order in EVERY:
         report = _explored(revision, order)
@@ -133,6 +134,7 @@ def test_paths_form_a_breadth_first_tree_of_shortest_paths() -> None:
         assert all(ops[:-1] in known for ops in step_paths)
 
 
+@pytest.mark.slow
 def test_paths_take_every_step_the_exploration_takes() -> None:
     for revision, order in EVERY:
         report = _explored(revision, order)

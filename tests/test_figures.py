@@ -180,6 +180,7 @@ def test_the_guide_shows_the_figures_and_the_commands() -> None:
         assert command in section, command
 
 
+@pytest.mark.slow
 def test_docs_sweep_figures_are_what_make_sweep_figures_makes(tmp_path: Path) -> None:
     """docs/figures/sweep (docs/sweeps.md): the ``sweep-figures`` recipe, run on a real
     LocalCluster, gives summary.md and sweep.json byte for byte and the plot's data."""

@@ -58,6 +58,7 @@ def test_every_declared_violation_names_a_judged_property() -> None:
     assert "cancel_stops_decode" in KNOWN_VIOLATIONS[Revision.SEED]
 
 
+@pytest.mark.slow
 def test_this_package_passes_its_gate_only_with_its_declarations(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -70,6 +71,7 @@ def test_this_package_passes_its_gate_only_with_its_declarations(
     assert len(failures) == 1 and "seed: cancel_stops_decode (property)" in failures[0]
 
 
+@pytest.mark.slow
 def test_a_review_and_the_verdicts_it_reads_explore_each_revision_and_order_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -99,6 +101,7 @@ def test_a_review_and_the_verdicts_it_reads_explore_each_revision_and_order_once
     assert sum(len(r) for r in reports.values()) == len(explored)
 
 
+@pytest.mark.slow
 def test_review_check_exits_by_the_gate(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -145,6 +148,7 @@ def test_the_committed_review_opens_with_its_verdict() -> None:
 # ---------------------------------------------------------------------- a change
 
 
+@pytest.mark.slow
 def test_check_takes_a_side_as_diff_spells_it(
     unsafe: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -163,6 +167,7 @@ def test_check_takes_a_side_as_diff_spells_it(
     assert json.loads(capsys.readouterr().out)["revisions"] == ["a976b2bf"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -224,6 +229,7 @@ def test_diff_s_verdict_gives_each_side_s_tolerance_of_one_lost_message(tmp_path
     assert "With up to" not in (tmp_path / "DIFF.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_diff_check_passes_a_change_that_only_fixes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diff", "seed", "a976b2bf", "--check"]) == 0  # they differ, and that is fine
     printed = capsys.readouterr().out

@@ -350,6 +350,7 @@ def test_lines_naming_no_coordinator_are_said_on_stderr_and_on_the_page(
     assert "1 lines name no coordinator; the first, line 1: invalid_input" in page
 
 
+@pytest.mark.slow
 def test_the_issued_actions_are_shown_with_their_ids(pages: dict[Path, str]) -> None:
     path = ROOT / "diagrams" / "lifecycle_source_first_success.jsonl"
     data = page_data(pages[path])

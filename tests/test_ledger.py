@@ -84,6 +84,7 @@ def test_long_keys_use_multi_byte_lengths() -> None:
     assert ledger.completion("k" * 129) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("shape", "make", "bound"),
     [

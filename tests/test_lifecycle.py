@@ -233,6 +233,7 @@ def _cli(args: list[str], stdin: bytes = b"") -> subprocess.CompletedProcess[byt
     return run_cli("lifecycle", *args, input=stdin, text=False, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_hostile_inputs_to_the_command_give_one_coded_line_and_exit_2(tmp_path: Path) -> None:
     trace = _write(tmp_path / "t.jsonl", _trace())
     out = tmp_path / "out.svg"
@@ -256,6 +257,7 @@ def test_hostile_inputs_to_the_command_give_one_coded_line_and_exit_2(tmp_path: 
         assert not out.exists()
 
 
+@pytest.mark.slow
 def test_the_command_reads_stdin_and_lists_unattributed_lines(tmp_path: Path) -> None:
     out = tmp_path / "c1.md"
     stdin = "".join(f"{line}\n" for line in _trace()).encode()
@@ -354,6 +356,7 @@ def test_the_revision_is_a_lines_own_or_the_default() -> None:
     assert follow(named, revision="seed").revision.value == "a976b2bf"
 
 
+@pytest.mark.slow
 def test_the_command_takes_a_revision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = _write(tmp_path / "t.jsonl", _reopened())
     assert main(["lifecycle", str(trace), "--revision", "a976b2bf", "--list"]) == 0

@@ -17,6 +17,8 @@ from handoff_fsm import HandoffCoordinator, HandoffOrder, Revision
 from handoff_fsm.io.inputs import Input, Reply, reply_of
 from handoff_fsm.verify.exploration import HANDOFF_ID, explore_graph
 
+pytestmark = pytest.mark.slow  # seconds of CPU a test (tests/quick.py)
+
 _HOOKS = (
     "before_transition",
     "on_exit_state",

@@ -114,6 +114,7 @@ FAILED_WRITES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "kept"), FAILED_WRITES)
 def test_a_failed_write_leaves_the_previous_file_whole(
     work: Path, args: list[str], kept: str
@@ -262,6 +263,7 @@ def test_a_file_in_a_missing_folder_is_one_line_and_creates_nothing(
     assert not (work / "nd").exists()
 
 
+@pytest.mark.slow
 def test_a_folder_output_is_created(work: Path) -> None:
     assert main(["diff", "seed", "seed", "-o", "new/review"]) == 0
     assert (work / "new" / "review" / "DIFF.md").is_file()
@@ -369,6 +371,7 @@ def test_diff_clears_what_an_earlier_review_left_and_nothing_else(work: Path) ->
 # ---------------------------------------------------------------------- standard output
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("args", [["check", "--order", "SourceFirst"], ["diff", "seed", "seed"]])
 def test_a_failing_stdout_is_named(work: Path, args: list[str]) -> None:

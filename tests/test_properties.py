@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import uuid
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -30,6 +31,8 @@ from handoff_fsm import (
     TransferCompleted,
     TransferTimingMode,
 )
+
+pytestmark = pytest.mark.slow  # the stateful run takes seconds of CPU (tests/quick.py)
 
 HID = uuid.UUID(int=5)
 OTHER = uuid.UUID(int=6)

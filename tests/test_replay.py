@@ -168,6 +168,7 @@ def test_malformed_lines_are_invalid_input_with_their_line_number(line: str) -> 
     assert "error" not in replies[3]  # replay goes on, and the malformed line changed nothing
 
 
+@pytest.mark.slow
 def test_non_utf8_line_is_invalid_input(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     trace.write_bytes(new().encode() + b"\n\xff\xfe\n" + op("c1", "start").encode() + b"\n")
@@ -176,6 +177,7 @@ def test_non_utf8_line_is_invalid_input(tmp_path: Path) -> None:
     assert [r.get("error", {}).get("code") for r in replies] == [None, "invalid_input", None]
 
 
+@pytest.mark.slow
 def test_cli_reads_stdin_and_writes_a_file(tmp_path: Path) -> None:
     out = tmp_path / "replies.jsonl"
     run_cli("replay", "-", "-o", str(out), input="\n".join(SUCCESS) + "\n", check=True)
@@ -274,6 +276,7 @@ def test_remembering_every_completed_coordinator_is_possible() -> None:
         TraceReplayer(remember_completed=-1)
 
 
+@pytest.mark.slow
 def test_cli_remember_option(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     lines = [new("a"), fact("a", Canceled(handoff_id=HANDOFF_ID)), new("b")]

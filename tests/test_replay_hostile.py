@@ -256,6 +256,7 @@ def _replay_peak(trace: Path, out: Path) -> int:
     return int(peak)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc for VmHWM")
 def test_the_command_replays_past_a_100_mb_line_without_holding_it(tmp_path: Path) -> None:
     new = json.dumps({"coordinator": "c", "op": "new", "handoff_id": HID, "order": "SourceFirst"})

@@ -124,6 +124,7 @@ change (under 40 bytes), and the ledger's table while it doubles (old and new si
 side). A coordinator kept whole costs about 700 bytes: flat means none is."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("revision", list(Revision))
 @pytest.mark.parametrize(
     "kinds",
@@ -195,6 +196,7 @@ def test_a_final_coordinator_is_still_forgotten_by_key_only() -> None:
     assert all((r["complete"], r["completion"]) == (True, "Canceled") for r in replies[-2:])
 
 
+@pytest.mark.slow
 def test_lines_for_a_retired_coordinator_do_not_grow_memory() -> None:
     rng = random.Random(5)
     handoff = _Handoff("k", rng)
@@ -308,6 +310,7 @@ def test_a_budget_below_zero_is_refused() -> None:
         TraceReplayer(remember_bytes=-1)
 
 
+@pytest.mark.slow
 def test_the_command_takes_a_byte_budget(tmp_path: Path) -> None:
     rng = random.Random(9)
     first, second = _Handoff("a" * 3_000, rng), _Handoff("b" * 3_000, rng)

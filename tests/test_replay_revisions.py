@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from handoff_fsm import HandoffCompletion, Revision
 from handoff_fsm.io import TraceReplayer, replay
 from tests.support.cli import run_cli
@@ -108,6 +110,7 @@ def test_revision_mistakes_are_coded() -> None:
     assert _status(_replies([_new(revision="seed")])[0]) == ([], None, False, None)
 
 
+@pytest.mark.slow
 def test_the_cli_takes_a_default_revision(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text("\n".join([_new(), *SUCCESS, AFTER[0]]) + "\n")

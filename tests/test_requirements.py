@@ -156,6 +156,7 @@ def test_an_unknown_tool_name_is_a_usage_error(suite: pytest.Pytester) -> None:
 # ----------------------------------------------------------------------------- probes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("version", "problem"),
     [
@@ -173,6 +174,7 @@ def test_cargo_needs_edition_2024(
     assert requirements.REQUIREMENTS["cargo"].problem() == problem
 
 
+@pytest.mark.slow
 def test_node_needs_version_18_and_the_mermaid_check_packages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

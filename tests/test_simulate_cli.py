@@ -95,6 +95,7 @@ def test_counts_are_plain_ascii_digits(
     )
 
 
+@pytest.mark.slow
 def test_engine_is_the_coordinator_engine_and_backend_the_serving_engine(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -340,6 +340,7 @@ def test_an_external_fact_at_any_moment_ends_cleanly(
         assert result.succeeded == 1 and result.late_inputs == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("backend", "revision"),
     [(Backend.VLLM, Revision.SEED), (Backend.SGLANG, Revision.A976B2BF)],
@@ -369,6 +370,7 @@ def test_many_handoffs_under_every_fault_class_never_leak(
     assert set(result.rejected) <= expected
 
 
+@pytest.mark.slow
 def test_a_hundred_thousand_handoffs_at_five_percent_faults_end_with_zero_leaks() -> None:
     result = simulate(
         SimulationConfig(backend=Backend.SGLANG, handoffs=100_000, faults=FaultPlan.uniform(0.05))

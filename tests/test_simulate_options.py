@@ -88,6 +88,7 @@ def test_other_numbers_are_refused_with_the_text_given(
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_unicode_rate_runs_nothing() -> None:
     result = run_cli("simulate", "--fault-rate", "\u0660.\u0665")
     assert result.returncode == 2 and result.stdout == ""

@@ -134,6 +134,7 @@ def test_the_hold_figure_draws_each_owner_s_spread() -> None:
     assert ax.get_xscale() == "symlog" and "ms" in ax.get_xlabel()
 
 
+@pytest.mark.slow
 def test_each_svg_carries_the_digest_of_its_data() -> None:
     for plot in PLOTS.values():
         data = svg(plot)
@@ -165,6 +166,7 @@ def _plots_run(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return run_cli("simulate", *args, *extra, timeout=300)
 
 
+@pytest.mark.slow
 def test_two_plots_runs_write_the_same_bytes(tmp_path: Path) -> None:
     """Separate processes: other hash seeds, other matplotlib id counters, same files."""
     runs = [_plots_run(tmp_path / name, "--json") for name in ("a", "b")]
@@ -180,6 +182,7 @@ def test_two_plots_runs_write_the_same_bytes(tmp_path: Path) -> None:
     assert files[0] == files[1]
 
 
+@pytest.mark.slow
 def test_summary_md_has_the_parameters_the_table_and_the_plots(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -35,6 +35,7 @@ assert not loaded, loaded
 """
 
 
+@pytest.mark.slow
 def test_simulating_and_the_plots_data_never_import_matplotlib() -> None:
     run = subprocess.run(
         [sys.executable, "-c", _NO_MATPLOTLIB],

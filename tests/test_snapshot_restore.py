@@ -237,6 +237,7 @@ def _tampered(count: int, seed: int) -> Iterator[dict[str, Any]]:
         yield data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_restore_accepts_exactly_the_reproducible_snapshots(seed: int) -> None:
     accepted = rejected = unparsable = 0
@@ -267,6 +268,7 @@ def test_restore_accepts_exactly_the_reproducible_snapshots(seed: int) -> None:
     assert rejected > 100 and unparsable > 20
 
 
+@pytest.mark.slow
 def test_every_explored_snapshot_restores_on_both_engines() -> None:
     snapshots, _ = _explored()
     for snapshot in snapshots:
@@ -275,6 +277,7 @@ def test_every_explored_snapshot_restores_on_both_engines() -> None:
             assert restored.snapshot() == snapshot
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "why"),
     [

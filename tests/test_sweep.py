@@ -97,6 +97,7 @@ def cells_of(folder: Path) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------- what a sweep writes
 
 
+@pytest.mark.slow
 def test_the_sweep_writes_its_files_and_drops_the_cells(embedded: Path) -> None:
     assert set(files_of(embedded)) == FILES  # no cells/ left once sweep.json is written
     document = json.loads((embedded / "sweep.json").read_text())
@@ -110,6 +111,7 @@ def test_the_sweep_writes_its_files_and_drops_the_cells(embedded: Path) -> None:
         assert not set(cell["summary"]) & WALL_CLOCK_KEYS
 
 
+@pytest.mark.slow
 def test_a_cell_is_what_simulate_prints_with_json(
     embedded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -124,6 +126,7 @@ def test_a_cell_is_what_simulate_prints_with_json(
         assert {k: v for k, v in printed.items() if k not in WALL_CLOCK_KEYS} == entry["summary"]
 
 
+@pytest.mark.slow
 def test_summary_md_gives_every_metric_per_configuration(embedded: Path) -> None:
     text = (embedded / "summary.md").read_text()
     assert text.startswith("# Sweep: 16 cells (8 configurations \N{MULTIPLICATION SIGN} 2 seeds)")
@@ -136,6 +139,7 @@ def test_summary_md_gives_every_metric_per_configuration(embedded: Path) -> None
     assert f"| vllm | 0.2 | seed | {mean:,.3f} | " in text
 
 
+@pytest.mark.slow
 def test_the_plots_are_stamped_with_the_data_of_the_cells(embedded: Path) -> None:
     finished = [
         (Cell(tuple(c["configuration"].items()), c["seed"]), c["summary"])
@@ -149,11 +153,13 @@ def test_the_plots_are_stamped_with_the_data_of_the_cells(embedded: Path) -> Non
         assert read_stamp((embedded / plot.name).read_bytes()) == digest(plot), plot.name
 
 
+@pytest.mark.slow
 def test_one_worker_gives_the_same_bytes(embedded: Path, tmp_path: Path) -> None:
     assert sweep(tmp_path / "one", "--workers", "1", "--no-progress") == 0
     assert files_of(tmp_path / "one") == files_of(embedded)
 
 
+@pytest.mark.slow
 def test_a_finished_sweep_resumed_runs_nothing_and_writes_the_same(
     embedded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -166,6 +172,7 @@ def test_a_finished_sweep_resumed_runs_nothing_and_writes_the_same(
     assert files_of(copy) == files_of(embedded)
 
 
+@pytest.mark.slow
 def test_resume_reuses_only_the_cells_of_the_same_configuration(
     embedded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -231,6 +238,7 @@ def dask_cluster(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
+@pytest.mark.slow
 def test_a_running_scheduler_with_two_dask_workers_gives_the_embedded_result(
     embedded: Path, dask_cluster: str, tmp_path: Path
 ) -> None:
@@ -239,6 +247,7 @@ def test_a_running_scheduler_with_two_dask_workers_gives_the_embedded_result(
     assert files_of(out) == files_of(embedded)
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_sweep_changes_nothing(embedded: Path) -> None:
     cells = grid(OPTIONS, [0, 1])
     results: dict[Cell, dict[str, Any]] = {}
@@ -279,6 +288,7 @@ def test_a_worker_killed_mid_sweep_changes_nothing(embedded: Path) -> None:
     } == expected
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_the_finished_cells_and_resume_finishes_the_sweep(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -412,6 +422,7 @@ def test_without_dask_one_line_says_how_to_install_it(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_command_line_does_not_load_dask() -> None:
     code = (
         "import sys, handoff_fsm.cli, handoff_fsm.simulate.sweep, handoff_fsm.cli.sweep; "
@@ -498,6 +509,7 @@ def _progress_of(tmp_path: Path, name: str, *, terminal: bool) -> str:
     return said.decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_progress_is_a_bar_on_a_terminal_and_plain_lines_off_one(tmp_path: Path) -> None:
     plain = _progress_of(tmp_path, "plain", terminal=False)
     lines = [line for line in plain.splitlines() if "/2 " in line]

@@ -40,6 +40,8 @@ from handoff_fsm.verify.system import (
 )
 from handoff_fsm.verify.system.assumptions import Answers, Workers
 
+pytestmark = pytest.mark.slow  # system checks (tests/quick.py)
+
 SEED, A976 = Revision.SEED, Revision.A976B2BF
 ONE_ORDER = (HandoffOrder.SOURCE_FIRST,)
 CLEAN = (Property.NO_REFUSAL, Property.TERMINATES, Property.SINGLE_COMPLETION)

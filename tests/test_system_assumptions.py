@@ -35,6 +35,8 @@ from handoff_fsm.verify.system.properties import SystemSettings
 from handoff_fsm.verify.system.report import ACK_TIMEOUT, CLEANUP_TIMEOUT, DEADLINE_AFTER
 from handoff_fsm.verify.system.session import Session
 
+pytestmark = pytest.mark.slow  # system checks (tests/quick.py)
+
 SEED, A976 = Revision.SEED, Revision.A976B2BF
 ONE_ORDER = (HandoffOrder.SOURCE_FIRST,)
 ONE_ORDER_ARGS = ["check", "--system", "--revision", "a976b2bf", "--order", "SourceFirst"]

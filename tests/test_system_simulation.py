@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from handoff_fsm import Canceled, HandoffOrder, Revision
 from handoff_fsm.policy import PolicySnapshot, SessionPolicy, SessionStep
 from handoff_fsm.simulate.config import SimulationConfig
@@ -34,6 +36,8 @@ from handoff_fsm.verify.system.report import ACK_TIMEOUT, CLEANUP_TIMEOUT, DEADL
 from handoff_fsm.verify.system.search import explore_graph
 from handoff_fsm.verify.system.session import Session
 from handoff_fsm.verify.system.world import DECODING, FREE, HOLDING
+
+pytestmark = pytest.mark.slow  # a system check (tests/quick.py)
 
 RETRIES = 1
 REVISION = Revision.A976B2BF
