@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install graphviz chromium check test test-quick docs diagrams figures sweep-figures bench bench-check clean
+.PHONY: install graphviz chromium check mermaid-check test test-quick docs diagrams figures sweep-figures bench bench-check clean
 
 install: $(VENV)/.installed
 
@@ -39,16 +39,22 @@ check: install
 # Plain `pytest` skips a test whose tool (cargo, node, dot, chromium) is missing; here every
 # skip is a failure (HANDOFF_FSM_REQUIRE_ALL, tests/requirements.py). One pytest worker
 # per core (pytest-xdist): every test runs in its own temporary folder.
-# The ten slowest tests close the run (--durations), so the next slow one is seen when it lands.
-test: install graphviz chromium check
-	tools/mermaid-check/install.sh
-	HANDOFF_FSM_REQUIRE_ALL=1 $(BIN)/pytest -n auto --durations=10
+# The lint and type checks run beside the npm install (each keeps one core busy); the
+# slow tests start first (tests/conftest.py), and an idle worker takes queued tests from
+# a busy one (--dist worksteal). The ten slowest tests close the run (--durations), so
+# the next slow one is seen when it lands.
+test: install graphviz chromium
+	$(MAKE) --no-print-directory -j2 check mermaid-check
+	HANDOFF_FSM_REQUIRE_ALL=1 $(BIN)/pytest -n auto --dist worksteal --durations=10
 	$(MKDOCS_BUILD)
+
+mermaid-check:
+	tools/mermaid-check/install.sh
 
 # The edit-test loop: the tests not marked slow (no tool, no process, no exploration;
 # tests/quick.py fails one that starts a process, explores or overruns its CPU budget).
 test-quick: install
-	HANDOFF_FSM_QUICK=1 $(BIN)/pytest -n auto -m "not slow"
+	HANDOFF_FSM_QUICK=1 $(BIN)/pytest -n auto --dist worksteal -m "not slow"
 
 # The docs site (mkdocs.yml) into site/; --strict fails on a broken link or reference,
 # a page missing from the nav, or a warning while reading the docstrings.
