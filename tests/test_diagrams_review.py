@@ -181,6 +181,7 @@ def test_the_lost_message_section_names_every_stall_with_its_shortest_trace() ->
     )
 
 
+@pytest.mark.slow
 def test_the_system_section_states_its_assumptions_and_the_matrix() -> None:
     section = review_markdown().split("## 10. System", 1)[1]
     for index, revision in enumerate(Revision, start=1):
