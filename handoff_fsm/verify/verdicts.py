@@ -40,7 +40,7 @@ from handoff_fsm.verify.diff.sides import (
     side_package,
 )
 from handoff_fsm.verify.exploration import explored
-from handoff_fsm.verify.system import check_system, default_report
+from handoff_fsm.verify.system import SystemAssumptions, default_report
 
 Kind = Literal["invariant", "property"]
 
@@ -276,10 +276,8 @@ def _answer_here(kind: str, parameters: str) -> dict[str, Any]:
             for order in HandoffOrder
         ]
         return {"orders": orders}
-    losses = asked["losses"]
-    reports = [
-        default_report(r) if not losses else check_system(r, losses=losses) for r in revisions
-    ]
+    assumed = SystemAssumptions(losses=asked["losses"])
+    reports = [default_report(r, assumed) for r in revisions]
     return {"results": [report.to_json() for report in reports]}
 
 

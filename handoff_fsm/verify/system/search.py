@@ -21,6 +21,7 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import eq
 from typing import Final
 
 from handoff_fsm.model import HandoffOrder, ReserveDestination, SubmitPrefill
@@ -146,8 +147,9 @@ def normal(session: Session, world: World) -> World:
             start = bisect_left(net, _FIRST_FACT)
             if any(m[1] in dead for m in net[start:]):
                 net = net[:start] + tuple(m for m in net[start:] if m[1] not in dead)
-        if len(net) > losses + 1 and len(set(net)) < len(net):
-            net = _capped(net, losses + 1)
+        keep = losses + 1
+        if len(net) > keep and any(map(eq, net, net[keep:])):
+            net = _capped(net, keep)
     actions = net[: bisect_left(net, _FIRST_ACK)] if net and net[0][0] == ACTION else ()
     if memory:
         awaited = info.awaited
@@ -202,7 +204,9 @@ def _in_flight(actions: tuple[Message, ...], memory: Memory, kind: int) -> bool:
 
 
 def _capped(net: tuple[Message, ...], keep: int) -> tuple[Message, ...]:
-    """``net`` with at most ``keep`` identical copies of each cleanup message."""
+    """``net`` with at most ``keep`` identical copies of each cleanup message (``net``
+    is sorted, so copies stand together: :func:`normal` calls this only when some
+    message has more than ``keep``, i.e. equals the one ``keep`` places after it)."""
     kept: list[Message] = []
     run = 0
     for message in net:
