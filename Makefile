@@ -47,8 +47,7 @@ check: install
 # starts then compiles the package and the tests' rewritten asserts once, not each time.
 test: install graphviz chromium
 	$(MAKE) --no-print-directory -j2 check mermaid-check
-	env -u PYTHONDONTWRITEBYTECODE HANDOFF_FSM_REQUIRE_ALL=1 \
-	  $(BIN)/pytest -n auto --dist worksteal --durations=10
+	env -u PYTHONDONTWRITEBYTECODE HANDOFF_FSM_REQUIRE_ALL=1 $(BIN)/pytest -n auto --dist worksteal --durations=10
 	$(MKDOCS_BUILD)
 
 mermaid-check:

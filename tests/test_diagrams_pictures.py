@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import graphviz
 import pytest
@@ -302,6 +302,7 @@ def _chart_diff() -> tuple[str, Any]:
 
 
 @pytest.mark.requires("dot")
+@pytest.mark.slow  # the chart diff explores both revisions
 def test_the_chart_diff_reads_down_a_page_s_column_its_regions_stacked() -> None:
     dot, _ = _chart_diff()
     assert "rankdir=TB" in dot
@@ -327,6 +328,7 @@ def test_the_chart_diff_reads_down_a_page_s_column_its_regions_stacked() -> None
     assert overlapping(dot) == []
 
 
+@pytest.mark.slow  # the chart diff explores both revisions
 def test_the_chart_diff_uses_the_charts_own_words() -> None:
     dot, structure = _chart_diff()
     for delta in structure.edges:
@@ -342,6 +344,7 @@ def test_the_chart_diff_uses_the_charts_own_words() -> None:
         assert label in dot, edge
 
 
+@pytest.mark.slow  # the chart diff explores both revisions
 def test_each_change_of_the_chart_diff_is_drawn_in_its_status_colours() -> None:
     dot, structure = _chart_diff()
     model, marks = union(structure)
@@ -492,23 +495,30 @@ def test_the_decode_cancel_figure_marks_where_the_runs_part_and_draws_one_legend
 # ---------------------------------------------------------------------- 11. the legend
 
 
-def _pictures() -> Iterator[tuple[str, ChartModel, Any, Any]]:
-    yield "family", describe_chart(), None, None
-    for revision in Revision:
-        yield revision.value, revision_chart(revision), None, None
-    run = follow(_lines(FIGURES_RUN, "h7"))
-    model = revision_chart(run.revision)
-    yield "overlay", model, overlay_highlight(run, model), None
-    _, structure = _chart_diff()
-    union_model, marks = union(structure)
-    yield "diff", union_model, None, marks
+PICTURES: Final = ("family", *(revision.value for revision in Revision), "overlay", "diff")
+"""The pictures whose legend is checked, by name: each is built by its own test, not while
+the tests are collected (the diff's explores both revisions: a slow test, tests/quick.py)."""
 
 
-@pytest.mark.parametrize("picture", list(_pictures()), ids=lambda picture: picture[0])
-def test_the_legend_explains_every_style_the_picture_draws(
-    picture: tuple[str, ChartModel, Any, Any],
-) -> None:
-    name, model, highlight, marks = picture
+def _picture(name: str) -> tuple[ChartModel, Any, Any]:
+    """The model, highlight and diff marks of the picture ``name`` (:data:`PICTURES`)."""
+    if name == "family":
+        return describe_chart(), None, None
+    if name == "overlay":
+        run = follow(_lines(FIGURES_RUN, "h7"))
+        model = revision_chart(run.revision)
+        return model, overlay_highlight(run, model), None
+    if name == "diff":
+        union_model, marks = union(_chart_diff()[1])
+        return union_model, None, marks
+    return revision_chart(Revision(name)), None, None
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=[pytest.mark.slow] if n == "diff" else []) for n in PICTURES]
+)
+def test_the_legend_explains_every_style_the_picture_draws(name: str) -> None:
+    model, highlight, marks = _picture(name)
     used = drawn_marks(model, highlight, marks)
     assert used <= explained()
     if marks is None:
