@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install graphviz chromium check mermaid-check test test-quick docs diagrams figures sweep-figures bench bench-check clean
+.PHONY: install graphviz chromium check mermaid-check test test-quick docs diagrams figures sweep-figures notebook-figure bench bench-check clean
 
 install: $(VENV)/.installed
 
@@ -75,7 +75,7 @@ FIGURES := docs/figures
 FIGURES_RUN := --handoffs 200 --fault-rate 0.05 --seed 7
 FIGURES_LIFECYCLE := --coordinator h12 --title "h12: the release acknowledgement comes late, the deadline cancels"
 
-figures: install graphviz sweep-figures
+figures: install graphviz sweep-figures notebook-figure
 	mkdir -p $(FIGURES)
 	$(BIN)/handoff-fsm simulate $(FIGURES_RUN) --trace $(FIGURES)/run.jsonl --plots $(FIGURES)
 	$(BIN)/handoff-fsm lifecycle $(FIGURES)/run.jsonl $(FIGURES_LIFECYCLE) -o $(FIGURES)/lifecycle.mmd
@@ -88,6 +88,14 @@ SWEEP_RUN := --backend sglang --revision seed,a976b2bf --decode-cancel-rate 0,0.
 
 sweep-figures: install
 	$(BIN)/handoff-fsm sweep $(SWEEP_RUN) -o $(FIGURES)/sweep
+
+# The inspector guide's notebook picture (docs/inspect.md): examples/notebook.ipynb run by a
+# real Jupyter kernel (nbclient), and the SVG its coordinator shows, as it came.
+# tests/test_notebook_run.py runs the notebook the same way and checks the figure against it.
+NOTEBOOK_FIGURE := $(FIGURES)/notebook/coordinator.svg
+
+notebook-figure: install graphviz
+	$(PY) tools/docs/notebook_figure.py $(NOTEBOOK_FIGURE)
 
 bench: install
 	$(PY) benchmarks/run.py

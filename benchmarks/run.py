@@ -2,8 +2,8 @@
 
 Rule kept here: this script only orchestrates and reports; the measuring lives
 in :mod:`harness`, :mod:`bench_coordinator`, :mod:`bench_replay`,
-:mod:`bench_simulate`, :mod:`bench_sweep`, :mod:`bench_explore`, :mod:`bench_system`
-and :mod:`bench_diff`, and every
+:mod:`bench_simulate`, :mod:`bench_sweep`, :mod:`bench_explore`, :mod:`bench_system`,
+:mod:`bench_diff` and :mod:`bench_import`, and every
 number in the table was measured in this run, on this machine. A ratio is
 library cost over yardstick cost (lower is better); ``--check`` exits 1 naming
 each target that was missed or could not be measured. Timing is never asserted
@@ -11,7 +11,7 @@ in the test suite: machines are noisy, so targets are checked here, on demand.
 
 Usage: ``python benchmarks/run.py [--quick] [--check] [--only GROUP ...]``; ``--only``
 measures some groups of rows (``coordinator``, ``replay``, ``sweep``, ``simulate``,
-``explore``, ``system``, ``aio``, ``diff``) instead of all of them.
+``explore``, ``system``, ``aio``, ``diff``, ``import``) instead of all of them.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import bench_aio as aio
 import bench_coordinator as coordinator
 import bench_diff as behavioural_diff
 import bench_explore as exploration
+import bench_import as package_import
 import bench_replay as replay
 import bench_system as system_check
 import harness
@@ -68,6 +69,7 @@ class Profile:
     diff_repeats: int
     sweep_handoffs: int
     sweep_cells: int
+    import_pairs: int
 
 
 FULL = Profile(
@@ -88,6 +90,7 @@ FULL = Profile(
     diff_repeats=3,
     sweep_handoffs=10_000,
     sweep_cells=40,
+    import_pairs=21,
 )
 QUICK = Profile(
     name="quick",
@@ -107,6 +110,7 @@ QUICK = Profile(
     diff_repeats=1,
     sweep_handoffs=100,
     sweep_cells=4,
+    import_pairs=3,
 )
 
 
@@ -195,6 +199,9 @@ FLAT_MEMORY_TARGET = 1.10
 SIMULATE_TARGET = 3.0
 AIO_TARGET = 3.0
 AIO_CONCURRENCY = 1000
+IMPORT_TARGET = 2.5
+"""``import handoff_fsm`` over importing pydantic and python-statemachine: about 2.1 times when
+the import stays as it is, about 3 times once it loads the drawing layers too."""
 
 
 def _timed(side: coordinator.Side, workload: coordinator.Workload) -> harness.Timed:
@@ -483,6 +490,43 @@ def diff_rows(profile: Profile) -> list[Row]:
     return rows
 
 
+def import_rows(profile: Profile) -> list[Row]:
+    """``import handoff_fsm`` in a fresh interpreter, against importing its core's
+    dependencies; and, for information, the first notebook picture."""
+    label = "`import handoff_fsm`, fresh interpreter, vs `import pydantic, statemachine`"
+    picture = "first notebook picture: `import handoff_fsm`, a coordinator, its `_repr_svg_()`"
+    _progress(f"import time, {profile.import_pairs} pairs of fresh interpreters")
+    try:
+        result = package_import.measure(profile.import_pairs)
+    except Exception as error:  # report it in the table, keep the other results
+        failure = f"{type(error).__name__}: {error}"
+        return [
+            Row(label, "—", "—", None, IMPORT_TARGET, failure=failure),
+            Row(picture, "—", "—", None, failure=failure),
+        ]
+
+    def cpu(seconds: float, wall: float) -> str:
+        return f"{seconds * 1e3:.0f} ms CPU ({wall * 1e3:.0f} ms wall)"
+
+    first = result.first_picture
+    return [
+        Row(
+            label,
+            cpu(result.library_seconds, result.library_wall_seconds),
+            cpu(result.baseline_seconds, result.baseline_wall_seconds),
+            result.ratio,
+            IMPORT_TARGET,
+            spread=result.spread,
+        ),
+        Row(
+            picture,
+            cpu(first.seconds, first.wall_seconds),
+            cpu(result.library_seconds, result.library_wall_seconds) + " (the import alone)",
+            first.seconds / result.library_seconds,
+        ),
+    ]
+
+
 GROUPS: dict[str, Callable[[Profile], Sequence[Row]]] = {
     "coordinator": coordinator_rows,
     "replay": replay_rows,
@@ -492,6 +536,7 @@ GROUPS: dict[str, Callable[[Profile], Sequence[Row]]] = {
     "system": system_rows,
     "aio": lambda profile: [aio_row(profile)],
     "diff": diff_rows,
+    "import": import_rows,
 }
 """The table's groups of rows, in its order (``--only`` picks some)."""
 
@@ -535,7 +580,9 @@ def report(rows: Sequence[Row], profile: Profile, command: str, seconds: float) 
         "Python with slotted dataclasses; baseline for replay: `benchmarks/json_roundtrip.py` "
         "(json.loads + json.dumps per line), both as subprocesses, start-up included; "
         "baseline for asyncio: the hand-written glue of `benchmarks/bench_aio.py` (a task "
-        "per action around a bare coordinator, no timers), same fake workers.",
+        "per action around a bare coordinator, no timers), same fake workers; baseline for "
+        "the import: importing pydantic and python-statemachine, the core's dependencies, "
+        "in a fresh interpreter (`benchmarks/bench_import.py`).",
     ]
     if profile is QUICK:
         notes.append("Quick run: a smoke test with small sizes; its numbers are not results.")

@@ -8,6 +8,12 @@ are subpackages, imported when used, each above the ones before it:
 trace replay, the one input record), :mod:`handoff_fsm.verify` (exploration,
 invariants, coverage, diff), :mod:`handoff_fsm.simulate`, :mod:`handoff_fsm.render`
 (pictures), :mod:`handoff_fsm.review` (documents) and :mod:`handoff_fsm.cli`.
+
+One thing from above is named here, not imported: the drawing a coordinator shows in
+Jupyter (:data:`handoff_fsm.render.notebook.DRAWING`), handed to
+:mod:`handoff_fsm.display` as text, which imports it when a picture is first asked for.
+So ``import handoff_fsm`` alone gives coordinators their picture, and loads nothing of
+the drawing layers.
 """
 
 from handoff_fsm.conformance import (
@@ -15,6 +21,7 @@ from handoff_fsm.conformance import (
     expected_normalized_handoff,
 )
 from handoff_fsm.coordinator import Engine, HandoffCoordinator
+from handoff_fsm.display import install_drawing_from as _install_drawing_from
 from handoff_fsm.errors import (
     ConfigurationError,
     ConformanceError,
@@ -58,6 +65,8 @@ from handoff_fsm.model import (
     validate_transfer_timing,
 )
 from handoff_fsm.snapshot import HandoffSnapshot, RecordedOutcome
+
+_install_drawing_from("handoff_fsm.render.notebook:DRAWING")  # imported on first use
 
 __version__ = "0.1.0"
 

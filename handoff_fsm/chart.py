@@ -50,7 +50,7 @@ from typing import Any, Final, Protocol
 from statemachine import State, StateChart
 from statemachine.orderedset import OrderedSet
 
-from handoff_fsm.display import draw
+from handoff_fsm.display import Pretty, draw, pretty
 from handoff_fsm.errors import HandoffErrorCode
 from handoff_fsm.model import (
     ActivateDestination,
@@ -353,11 +353,16 @@ class HandoffChart(StateChart[Any]):
         """Jupyter's picture: the revision's chart with the live active states marked.
 
         Replaces the framework's own drawing, which needs pydot (not a dependency here).
-        Drawn by the drawing :mod:`handoff_fsm.display` holds (``import
-        handoff_fsm.render.notebook`` installs it); ``None``, no picture, until then.
+        Drawn by the drawing :mod:`handoff_fsm.display` holds (the package names it on
+        import); ``None``, no picture, where it cannot draw (Graphviz's ``dot`` missing).
         """
         active = tuple(state.id for state in self.configuration if state.is_atomic)
         return draw(self.revision, active)
+
+    def _repr_pretty_(self, printer: Pretty, cycle: bool) -> None:
+        """Jupyter's text (shown where there is no picture): the framework's ``repr``, and
+        why there is no picture when there is none."""
+        pretty(repr(self), printer)
 
     def _repr_html_(self) -> str | None:
         """No HTML (``None``): the framework's wraps its pydot drawing; the SVG above is the

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from handoff_fsm.admission import PAYLOAD_FACTS, admitted_fact, admitted_outcome
 from handoff_fsm.chart import FACT_EVENTS, START, HandoffChart
 from handoff_fsm.consistency import Shape, reachable_shapes, same_float
-from handoff_fsm.display import draw
+from handoff_fsm.display import Pretty, draw, pretty
 from handoff_fsm.engines.compiled import ChartState, CompiledChart, compiled_chart
 from handoff_fsm.engines.statechart import LiveChartState, live_state
 from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, listed, quoted
@@ -324,9 +324,14 @@ class HandoffCoordinator:
 
     def _repr_svg_(self) -> str | None:
         """Jupyter's picture: the revision's chart with :attr:`state` marked, drawn by the
-        drawing :mod:`handoff_fsm.display` holds (``import handoff_fsm.render.notebook``
-        installs it); ``None``, no picture, until then."""
+        drawing :mod:`handoff_fsm.display` holds (the package names it on import);
+        ``None``, no picture, where it cannot draw (Graphviz's ``dot`` missing)."""
         return draw(self.revision, self.state)
+
+    def _repr_pretty_(self, printer: Pretty, cycle: bool) -> None:
+        """Jupyter's text (shown where there is no picture): the ``repr``, and why there is
+        no picture when there is none."""
+        pretty(repr(self), printer)
 
 
 def _unpickle(snapshot_json: str, engine: Engine) -> HandoffCoordinator:

@@ -27,6 +27,7 @@ sys.path.insert(0, str(BENCHMARKS))
 import bench_aio  # noqa: E402
 import bench_coordinator  # noqa: E402
 import bench_explore  # noqa: E402
+import bench_import  # noqa: E402
 import handwritten  # noqa: E402
 import harness  # noqa: E402
 import instructions  # noqa: E402
@@ -466,6 +467,21 @@ def test_exploration_benchmark_refuses_a_broken_coordinator() -> None:
         bench_explore.measure(repeats=1, factory=_ForgetsCancelDestination)
 
 
+# ----------------------------------------------------------------------------- import
+
+
+@pytest.mark.slow
+def test_the_import_benchmark_refuses_an_import_that_loads_the_drawing() -> None:
+    """An ``import handoff_fsm`` that pulls in the drawing layers is not timed as the real one."""
+    assert bench_import.run_python(bench_import.LIBRARY).seconds > 0
+    drawing = bench_import.LIBRARY.replace(
+        "import handoff_fsm\n", "import handoff_fsm.render.notebook\n"
+    )
+    assert drawing != bench_import.LIBRARY
+    with pytest.raises(RuntimeError, match=r"loaded the drawing layers: .*handoff_fsm\.render"):
+        bench_import.run_python(drawing)
+
+
 # ----------------------------------------------------------------------------- asyncio
 
 
@@ -526,11 +542,13 @@ def test_quick_run_prints_every_row() -> None:
         label.startswith("bytes per live coordinator, mid-handoff (a976b2bf)") for label in labels
     )
     assert any(label.startswith("replay") and "under a976b2bf" in label for label in labels)
-    assert labels[-5].startswith("simulate")
-    assert labels[-4].startswith("exhaustive exploration, both orders")
-    assert labels[-3].startswith("system check, smoke run")
-    assert labels[-2].startswith("asyncio HandoffSession, 1,000 concurrent")
-    assert labels[-1].startswith("`diff seed a976b2bf`")
+    assert labels[-7].startswith("simulate")
+    assert labels[-6].startswith("exhaustive exploration, both orders")
+    assert labels[-5].startswith("system check, smoke run")
+    assert labels[-4].startswith("asyncio HandoffSession, 1,000 concurrent")
+    assert labels[-3].startswith("`diff seed a976b2bf`")
+    assert labels[-2].startswith("`import handoff_fsm`, fresh interpreter")
+    assert labels[-1].startswith("first notebook picture")
     assert "NOT MEASURED" not in result.stdout
     assert "Quick run" in result.stdout
 

@@ -228,6 +228,8 @@ def test_argument_mistakes_are_usage_errors(work: Path, command: str, says: str)
 
 @pytest.mark.slow
 def test_a_closed_pipe_ends_quietly(work: Path) -> None:
+    """The reader leaves after 100 bytes; the replay runs on, printing nothing (every
+    command's status through a closed pipe: tests/test_cli_pipes.py)."""
     big = work / "big.jsonl"
     big.write_text("\n".join(TRACE_LINES * 50_000) + "\n")
     reader = subprocess.Popen(
@@ -241,30 +243,6 @@ def test_a_closed_pipe_ends_quietly(work: Path) -> None:
     stderr = reader.stderr.read().decode()
     assert reader.wait(timeout=300) == 0
     assert stderr == ""
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("command", "status"),
-    [
-        ("diff seed a976b2bf", 1),
-        ("diff seed seed", 0),
-        ("check --revision seed --order SourceFirst", 0),
-    ],
-)
-def test_a_closed_pipe_keeps_the_verdict(work: Path, command: str, status: int) -> None:
-    """`handoff-fsm diff A B | true` under `set -o pipefail` must still fail a CI gate."""
-    reader = subprocess.Popen(
-        [*COMMAND, *command.split()],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=work,
-    )
-    assert reader.stdout is not None and reader.stderr is not None
-    reader.stdout.close()  # as `| true` does: the reader is gone before anything is written
-    stderr = reader.stderr.read().decode()
-    assert reader.wait(timeout=300) == status, stderr
-    assert "Traceback" not in stderr
 
 
 @pytest.mark.slow

@@ -7,13 +7,24 @@ parser's ``run``), with the options every subcommand shares taken from
 :mod:`~handoff_fsm.cli.common`; a module imports the library's upper rooms only when
 its command runs, so ``handoff-fsm --help`` starts fast. :func:`main` is the one place
 where the environment's refusals (a missing, unreadable or unwritable file, a
-directory where a file was meant, a full disk, a closed standard stream, a
-closed pipe, Ctrl-C) and a misnamed output (:class:`~handoff_fsm.cli.files.UsageError`)
+directory where a file was meant, a full disk, a closed standard stream, Ctrl-C)
+and a misnamed output (:class:`~handoff_fsm.cli.files.UsageError`)
 become a one-line ``handoff-fsm <command>: ...`` message instead of a traceback;
 standard output's write errors name it ``<stdout>``, as a file's name the file.
 Exit statuses: 0 ok, 1 the checked thing failed, 2 usage or environment error
 (a missing tool such as Graphviz too, even when part of the output was written),
 130 on Ctrl-C.
+
+The exit status is the command's verdict, whoever reads its output: a reader that goes
+away early (``| head -1``, ``| true``) changes nothing but what is printed. Why: a
+status that depends on the reader flips a CI gate (``set -o pipefail``), hiding a
+usage error or turning a failing check into success. So :func:`main` puts
+:class:`_StandardStream` in front of standard output and standard error, for every
+command and for argparse's own messages (``--help``, a usage error): once a stream's
+reader is gone (``EPIPE``), whatever is written to it is dropped (the stream is pointed
+at the null device, so the interpreter's last flush cannot fail either) and the command
+runs on to its end, writing its files and deciding its status as it would have. No
+command stops early for a closed pipe, so no command needs to know about one.
 
 Words mean one thing across subcommands: ``--engine`` is how a coordinator runs
 (``compiled`` table or the ``statechart`` interpreter); ``--backend`` is the
@@ -31,7 +42,7 @@ from typing import Any, Final, NoReturn, TextIO, cast
 
 from handoff_fsm.cli import check, diagrams, diff, inspect, lifecycle, replay, simulate, sweep
 from handoff_fsm.cli.common import fail
-from handoff_fsm.cli.files import STDOUT_NAME, UsageError, named_errors
+from handoff_fsm.cli.files import STDERR_NAME, STDOUT_NAME, UsageError, named_errors
 
 COMMANDS: Final = (replay, diagrams, check, simulate, sweep, diff, lifecycle, inspect)
 """The modules of this package that declare subcommands, in the order ``--help`` lists them
@@ -90,6 +101,20 @@ def version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the environment's refusals become one line on stderr, not a traceback."""
+    _replace_closed_std_streams()
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout = cast(TextIO, _StandardStream(stdout, STDOUT_NAME))
+    sys.stderr = cast(TextIO, _StandardStream(stderr, STDERR_NAME))
+    try:
+        return _main(argv)
+    finally:  # also for argparse's exits (--help, a usage error): their text goes out here
+        for wrapper in (sys.stdout, sys.stderr):
+            if isinstance(wrapper, _StandardStream):
+                wrapper.settle()
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(given)
@@ -97,31 +122,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     command: str = args.command
     if extra:  # said with the subcommand's usage, not the top level's
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    _replace_closed_std_streams()
     run: Callable[[argparse.Namespace], int] = args.run
-    stdout = sys.stdout
-    sys.stdout = cast(TextIO, _NamedStdout(stdout))
-    try:
-        return _run(run, args, command)
-    finally:
-        sys.stdout = stdout
+    return _run(run, args, command)
 
 
 def _run(run: Callable[[argparse.Namespace], int], args: argparse.Namespace, command: str) -> int:
     try:
         status = run(args)
-        sys.stdout.flush()  # a full disk or a closed pipe on stdout is reported here, not at exit
+        sys.stdout.flush()  # a full disk on stdout is reported here, not at exit
     except UsageError as error:
         _settle_stdout()
         return fail(command, str(error))
-    except BrokenPipeError:  # the reader went away (`| head`): the verdict stands, if any
-        _settle_stdout()
-        recorded: int = getattr(args, "verdict", 0)
-        return recorded
     except KeyboardInterrupt:
         _settle_stdout()
         return 130
-    except OSError as error:
+    except OSError as error:  # a broken pipe too, unless it is a standard stream's reader
         _settle_stdout()
         return fail(command, _os_error_text(error))
     except UnicodeError as error:  # text that the output's encoding cannot hold
@@ -138,24 +153,54 @@ def _os_error_text(error: OSError) -> str:
     return f"{error.filename!s}: {reason}"
 
 
-class _NamedStdout:
-    """Standard output whose write errors name it (``<stdout>``), as a file's errors do.
+class _StandardStream:
+    """Standard output or error as every command writes it (see the module's rule).
 
-    Python's ``OSError`` from a full or failing standard output names nothing; every
-    command's printing goes through ``sys.stdout``, so this is the one place that
-    names it. Anything else is the stream's own.
+    Write errors name the stream (``<stdout>``), as a file's errors name the file:
+    Python's ``OSError`` from a full or failing standard stream names nothing, and every
+    command prints through ``sys.stdout`` and ``sys.stderr``, so this is the one place
+    that names them. A reader that went away (``BrokenPipeError``) is no error: the
+    stream is pointed at the null device and the rest is dropped. Standard error drops
+    every other write error too: there is nowhere left to complain, and the status is
+    what tells. Anything else is the stream's own.
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, name: str) -> None:
         self._stream = stream
+        self._name = name
+        self._gone = False
 
     def write(self, text: str) -> int:
-        with named_errors(STDOUT_NAME):
-            return self._stream.write(text)
+        if not self._gone:
+            try:
+                with named_errors(self._name):
+                    return self._stream.write(text)
+            except OSError as error:
+                self._refused(error)
+        return len(text)
 
     def flush(self) -> None:
-        with named_errors(STDOUT_NAME):
-            self._stream.flush()
+        if not self._gone:
+            try:
+                with named_errors(self._name):
+                    self._stream.flush()
+            except OSError as error:
+                self._refused(error)
+
+    def settle(self) -> None:
+        """Deliver what is held (a command's last words, argparse's help), as
+        :meth:`flush`; a failure left for the interpreter's exit would print its own
+        complaint and change the exit status."""
+        try:
+            self.flush()
+        except OSError:
+            _drop(self._stream)
+
+    def _refused(self, error: OSError) -> None:
+        if not isinstance(error, BrokenPipeError) and self._name != STDERR_NAME:
+            raise error
+        self._gone = True
+        _drop(self._stream)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -216,12 +261,15 @@ def _settle_stdout() -> None:
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
-        pass
-    else:
-        return
+        _drop(sys.stdout)
+
+
+def _drop(stream: TextIO) -> None:
+    """Point ``stream``'s file at the null device, so what it holds and what comes next go
+    nowhere instead of failing (a stream that is no file, or is closed, is left alone)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
         os.close(devnull)
     except (OSError, ValueError, AttributeError):  # not a real file (closed, or captured)
         pass

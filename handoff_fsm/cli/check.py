@@ -23,7 +23,6 @@ from handoff_fsm.cli.common import (
     add_revision,
     fail,
     revisions_named,
-    verdict,
 )
 from handoff_fsm.cli.system import add_system_options, cli_system, refuse_system_options
 from handoff_fsm.model import HandoffOrder, Revision
@@ -97,7 +96,7 @@ def cli_check(args: argparse.Namespace) -> int:
         for order in orders
     ]
     ok = all(report.ok for report in reports)
-    status = verdict(args, 0 if ok else 1)
+    status = 0 if ok else 1
     coverages = _coverage_by_revision(reports)
     if args.json:
         print(json.dumps(_json(args.engine, revisions, orders, reports), indent=2))

@@ -51,17 +51,6 @@ def fail(command: str, message: str, *, code: str | None = None, json_output: bo
     return 2
 
 
-def verdict(args: argparse.Namespace, status: int) -> int:
-    """Record the exit status a command's result decided, before the result is printed.
-
-    A reader that goes away while it is printed (``| head``, ``| true``) must not change
-    it: :func:`handoff_fsm.cli.main` returns the recorded verdict on a closed pipe, so a
-    CI gate under ``set -o pipefail`` still sees a failing verdict fail.
-    """
-    args.verdict = status
-    return status
-
-
 def add_choice(
     parser: argparse.ArgumentParser,
     option: str,

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from handoff_fsm.cli.common import Commands, add_losses, fail, positive, verdict
+from handoff_fsm.cli.common import Commands, add_losses, fail, positive
 from handoff_fsm.cli.files import Kind, Output, check_outputs, write_output
 from handoff_fsm.errors import HandoffError
 
@@ -104,7 +104,7 @@ def cli_diff(args: argparse.Namespace) -> int:
         except HandoffError as error:
             return fail("diff", str(error), code=error.code.value)
     failures = _failures(judged)
-    status = verdict(args, (1 if failures else 0) if args.check else 0 if report.equivalent else 1)
+    status = (1 if failures else 0) if args.check else 0 if report.equivalent else 1
     if args.output is not None:
         from handoff_fsm.review.diffreview import write_diff_review
 

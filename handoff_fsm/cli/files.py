@@ -46,6 +46,8 @@ STDIN: Final = "-"
 """``-``: standard input as a trace, standard output as an output that is a stream."""
 STDOUT_NAME: Final = "<stdout>"
 """How messages name standard output."""
+STDERR_NAME: Final = "<stderr>"
+"""How messages name standard error."""
 
 
 class UsageError(Exception):

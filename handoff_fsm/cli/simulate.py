@@ -36,7 +36,6 @@ from handoff_fsm.cli.common import (
     fail,
     natural,
     real_number,
-    verdict,
 )
 from handoff_fsm.cli.files import (
     Kind,
@@ -262,7 +261,7 @@ def cli_simulate(args: argparse.Namespace) -> int:
                 config, recorder=writer, on_progress=on_progress, progress_every=every
             )
         result = simulation.run()
-    status = verdict(args, 0 if result.ok else 1)
+    status = 0 if result.ok else 1
 
     if plots is not None and phases is not None:
         from handoff_fsm.review.simulation import write_plots

@@ -23,7 +23,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from handoff_fsm.cli.common import Commands, fail, natural, positive, real_number, verdict
+from handoff_fsm.cli.common import Commands, fail, natural, positive, real_number
 from handoff_fsm.cli.files import Kind, Output, UsageError, check_outputs, named_errors
 from handoff_fsm.cli.simulate import run_actions
 from handoff_fsm.errors import HandoffError, quoted
@@ -471,7 +471,7 @@ def _write(
             f"first_problems are in {folder / SWEEP_JSON})",
             file=sys.stderr,
         )
-    return verdict(args, 1 if troubled else 0)
+    return 1 if troubled else 0
 
 
 def _local(workers: int) -> str:

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from handoff_fsm.cli.common import BOTH, fail, natural, revisions_named, verdict
+from handoff_fsm.cli.common import BOTH, fail, natural, revisions_named
 from handoff_fsm.cli.files import Kind, Output, check_outputs, named_errors
 from handoff_fsm.errors import HandoffError, quoted
 from handoff_fsm.model import HandoffOrder
@@ -169,7 +169,7 @@ def cli_system(args: argparse.Namespace) -> int:
         ]
     except HandoffError as error:
         return fail("check", error.message, code=error.code.value, json_output=args.json)
-    status = verdict(args, 0 if all(report.ok for report in reports) else 1)
+    status = 0 if all(report.ok for report in reports) else 1
     if args.counterexamples is not None:
         written = _write_counterexamples(Path(args.counterexamples), reports)
         if isinstance(written, str):
@@ -214,7 +214,7 @@ def _cli_matrix(args: argparse.Namespace, settings: dict[str, object]) -> int:
         ]
     except HandoffError as error:
         return fail("check", error.message, code=error.code.value, json_output=args.json)
-    status = verdict(args, 0 if all(table.reports[0].ok for table in tables) else 1)
+    status = 0 if all(table.reports[0].ok for table in tables) else 1
     if args.json:
         print(json.dumps({"matrix": [table.to_json() for table in tables]}, indent=2))
         return status

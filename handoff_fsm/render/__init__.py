@@ -7,8 +7,9 @@ charts stepped together), and the Graphviz call with the
 stamp every figure carries. Nothing here reads a trace, runs a coordinator or writes a
 document: callers hand in a :class:`~handoff_fsm.structure.ChartModel`, a
 :class:`~handoff_fsm.io.lifecycle.Lifecycle`, a followed run or trace, or a path.
-(:mod:`handoff_fsm.render.notebook`, which makes coordinators draw themselves in
-Jupyter, is not imported here: importing it is the opt-in.)
+(:mod:`handoff_fsm.render.notebook`, the drawing coordinators show in Jupyter, is not
+imported here: :mod:`handoff_fsm.display` imports it when a notebook first asks for a
+picture.)
 """
 
 from handoff_fsm.render.diffpage import DiffPage, diff_page_html

@@ -8,11 +8,14 @@ install Graphviz on Debian/Ubuntu, macOS and conda; ``dot`` rejecting its
 input (``graphviz.CalledProcessError``) becomes :class:`GraphvizError` with
 ``dot``'s own message. Every figure leaves here stamped with the hash of its
 DOT (:mod:`~handoff_fsm.render.stamp`), also when many are drawn in one run
-(:func:`render_svgs`). The same input gives the same bytes.
+(:func:`render_svgs`). The same input gives the same bytes. Whether ``dot`` is
+there to run is asked here too (:func:`installed`), so a caller that must not fail
+(a notebook's text) can tell without drawing.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from typing import Final, Literal
 
@@ -41,6 +44,12 @@ class GraphvizMissingError(GraphvizError):
     def __init__(self, binary: str = "dot") -> None:
         super().__init__(f"Graphviz's `{binary}` program was not found on PATH; {INSTALL_HINT}")
         self.binary = binary
+
+
+def installed(engine: Engine = "dot") -> bool:
+    """Whether Graphviz's ``engine`` program is where :func:`render` runs it (on ``PATH``),
+    asked without starting a process (what a notebook's text asks on every display)."""
+    return shutil.which(engine) is not None
 
 
 def render(
