@@ -2,11 +2,12 @@
 
 That the documents *run* like the library is tests/test_export_run.py's (slow: it drives
 them along every explored trace). Here, quickly: each document loads with
-python-statemachine's restricted evaluator (XState's is a JSON config, checked for its
-shape), keeps every state, region, initial child and final state under the chart's ids,
-names what it cannot run, and the YAML file is the JSON file's mapping for any YAML
-reader; the command refuses an unknown format or revision in one line and writes nothing,
-and a write that fails leaves the old file.
+python-statemachine's restricted evaluator (the JSON and YAML ones also satisfy its
+published schema; XState's is a JSON config, checked for its shape), keeps every state,
+region, initial child and final state under the chart's ids, names what it cannot run,
+and the YAML file is the JSON file's mapping for any YAML reader; the command refuses an
+unknown format or revision in one line and writes nothing, and a write that fails leaves
+the old file.
 """
 
 from __future__ import annotations
@@ -86,6 +87,15 @@ def test_python_statemachine_loads_it_untrusted(fmt: ExportFormat, chart: str) -
     assert machine.model.source_first is True and machine.model.destination_first is False
     machine.send("start")
     assert machine.model.issued == ["SubmitPrefill"] and machine.model.source_engaged is True
+
+
+@pytest.mark.parametrize("fmt", [ExportFormat.JSON, ExportFormat.YAML], ids=str)
+@pytest.mark.parametrize("chart", CHARTS)
+def test_json_and_yaml_satisfy_python_statemachine_s_published_schema(
+    fmt: ExportFormat, chart: str
+) -> None:
+    """``validate=True``: the document against the JSON Schema python-statemachine ships."""
+    assert load(export_chart(fmt, chart), format=fmt.value, validate=True).__name__
 
 
 def _scxml_states(element: ET.Element) -> dict[str, tuple[str, str | None]]:
