@@ -286,7 +286,7 @@ def test_the_conditions_are_the_chart_s_own() -> None:
 
 
 def test_an_xml_comment_never_holds_two_dashes() -> None:
-    for text in ("--format", "a---b", "ends with -"):
+    for text in ("--format", "a---b", "a-----b", "ends with -"):
         made = comment(text)
         assert "--" not in made[4:-3] and not made[4:-3].endswith("-")
 

@@ -370,7 +370,6 @@ def _transition(edge: Edge, conditions: dict[str, Condition]) -> ExportTransitio
     unknown = [name for name in term_names(guard) if name not in conditions] if guard else []
     if unknown:
         raise ValueError(f"transition {edge}: its guard reads {unknown}, no named condition")
-    payload_checks = tuple(name for name in edge.validators)
     assignments: tuple[Assignment, ...] = ()
     if edge.completion is not None:
         assignments = (Assignment(COMPLETION, edge.completion.value),)
@@ -382,7 +381,7 @@ def _transition(edge: Edge, conditions: dict[str, Condition]) -> ExportTransitio
         target=edge.target,
         guard=guard,
         assignments=assignments,
-        validators=payload_checks,
+        validators=edge.validators,
         stores=stores,
         text=str(edge),
     )

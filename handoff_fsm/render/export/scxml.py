@@ -49,7 +49,9 @@ _OWN_NOTES: Final = (
 
 def comment(text: str) -> str:
     """``text`` as an XML comment (which may not hold ``--``)."""
-    safe = text.replace("--", "- -").replace("--", "- -")
+    safe = text
+    while "--" in safe:
+        safe = safe.replace("--", "- -")
     if safe.endswith("-"):
         safe += " "
     return f"<!-- {safe} -->"
