@@ -26,6 +26,7 @@ import pytest
 from handoff_fsm.coordinator import ENGINES, Engine
 from handoff_fsm.verify import cache
 from tests import quick, requirements
+from tests.support.traces import COUNTS_PROPERTY
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -83,6 +84,21 @@ def pytest_runtest_makereport(
     report = yield
     requirements.as_failure(report)
     return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What the runs of the exported documents checked (tests/test_export_run.py records one
+    line per document and exploration), listed after the run, also from xdist workers."""
+    lines = sorted(
+        str(value)
+        for report in terminalreporter.stats.get("passed", [])
+        for name, value in getattr(report, "user_properties", ())
+        if name == COUNTS_PROPERTY
+    )
+    if lines:
+        terminalreporter.section("exported documents driven along the explored traces")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -38,6 +38,9 @@ MIN_CARGO: Final = (1, 85)
 """The oracle crate is edition 2024, which cargo supports from 1.85."""
 MIN_NODE: Final = (18, 0)
 """tools/mermaid-check runs Mermaid 11 under jsdom, which needs node 18."""
+NODE_PACKAGES: Final = ("mermaid", "jsdom", "xstate")
+"""The npm packages of tools/mermaid-check/package.json the node tests load: Mermaid's parser
+(and jsdom under it) for the Mermaid files, xstate for the exported XState config."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ def _node_problem() -> str | None:
         return "`node --version` did not answer"
     if version < MIN_NODE:
         return f"node {version[0]}.{version[1]} is older than 18"
-    for package in ("mermaid", "jsdom"):
+    for package in NODE_PACKAGES:
         if not (MERMAID_CHECK / "node_modules" / package / "package.json").is_file():
             return f"mermaid-check's npm package {package!r} is not installed"
     return None
@@ -116,7 +119,8 @@ REQUIREMENTS: Final[dict[str, Requirement]] = {
         ),
         Requirement(
             "node",
-            "node >= 18 with mermaid-check's npm packages to parse Mermaid files",
+            "node >= 18 with mermaid-check's npm packages to parse Mermaid files and run "
+            "the XState export",
             "install node and npm (Debian: apt-get install nodejs npm), then run "
             "tools/mermaid-check/install.sh",
             _node_problem,

@@ -282,6 +282,7 @@ def test_every_subcommand_and_argument_has_help() -> None:
         "diagrams",
         "diagram",
         "review",
+        "export",
         "check",
         "simulate",
         "sweep",
@@ -350,6 +351,7 @@ def test_revision_means_one_thing_everywhere() -> None:
         needed += ["--trace", "-", "-o", "x.svg"] if name == "diagram" else []
         needed += ["-", "-o", "x.html"] if name == "inspect" else []
         needed += ["-o", "out"] if name == "sweep" else []
+        needed += ["--format", "json"] if name == "export" else []
         for revision in Revision:
             args = parser.parse_args([name, *needed, "--revision", revision.value])
             assert args.revision == ((revision,) if name == "sweep" else revision), name
@@ -362,6 +364,7 @@ def test_revision_means_one_thing_everywhere() -> None:
     assert sorted(taking) == [
         "check",
         "diagram",
+        "export",
         "inspect",
         "lifecycle",
         "replay",

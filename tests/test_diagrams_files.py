@@ -24,6 +24,7 @@ import handoff_fsm.chart
 from handoff_fsm.chart import HandoffChart
 from handoff_fsm.model import Revision
 from handoff_fsm.render import dot_digest, read_stamp, render, statechart_dot
+from handoff_fsm.render.export import SUFFIXES
 from handoff_fsm.render.stamp import Format, figure_format, stamp
 from handoff_fsm.render.style import FONT
 from handoff_fsm.review import (
@@ -81,7 +82,14 @@ def test_a_rerun_writes_byte_identical_files(regenerated: Path, tmp_path: Path) 
     assert _contents(tmp_path) == _contents(regenerated)
 
 
-CHART_FILES = ("statechart.dot", "statechart.svg", "statechart.png", "statechart.mmd")
+CHART_FILES = (
+    "statechart.dot",
+    "statechart.svg",
+    "statechart.png",
+    "statechart.mmd",
+    *(f"statechart.{suffix}" for suffix in SUFFIXES.values()),
+)
+"""A chart's pictures and the documents it is exported as (SCXML, JSON, YAML, XState)."""
 REVISION_FILES = (
     *CHART_FILES,
     "transitions.md",
@@ -115,7 +123,8 @@ def test_generated_files_are_the_documented_set(regenerated: Path) -> None:
         assert {n for n in names if n.startswith(f"{revision.value}/")} == {
             f"{revision.value}/{name}" for name in (*REVISION_FILES, *counterexamples)
         }
-    assert len(names) == 7 + len(lifecycles) + len(Revision) * len(REVISION_FILES) + system
+    top = len(CHART_FILES) + 3  # and transitions.md, REVIEW.md, decode_cancel_by_revision.svg
+    assert len(names) == top + len(lifecycles) + len(Revision) * len(REVISION_FILES) + system
 
 
 @pytest.fixture

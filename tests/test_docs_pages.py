@@ -8,6 +8,9 @@
   are parsed by the CLI's parser in tests/test_readme_commands.py.)
 - ``console``: the ``$`` line is run, from the repository root, and its output must be
   what the page shows (``...`` stands for any text; a line of only ``...`` for any lines).
+- ``js``: run by node from the repository root, with the npm packages of
+  tools/mermaid-check (xstate) on its module path; it must exit 0 and print nothing to
+  stderr (its own ``assert`` calls say what it shows).
 - ``json``: every line is a JSON object; the replay example is the committed trace.
 - ``text``: the module map (tests/test_docs.py checks it) and the replay schema of the
   architecture (its placeholders filled in, it is a valid trace).
@@ -33,12 +36,13 @@ import pytest
 
 from handoff_fsm.cli import build_parser, main
 from handoff_fsm.io import replay
+from tests.requirements import MERMAID_CHECK
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 PAGES = [README, *sorted(p for p in DOCS.rglob("*.md") if "figures" not in p.parts)]
-LANGUAGES = {"python", "sh", "console", "json", "text"}
+LANGUAGES = {"python", "sh", "console", "js", "json", "text"}
 
 _FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
@@ -122,6 +126,31 @@ def test_the_quick_start_snippet_gets_the_reference_s_delay() -> None:
     exec(snippet.text, namespace)
     assert namespace["transfer"].action.delay_ms == 21.47483648
     assert "# 21.47483648 (bit-identical to the reference)" in snippet.text
+
+
+# ---------------------------------------------------------------------------- js
+
+
+@pytest.mark.requires("node")
+@pytest.mark.parametrize("block", of("js"), ids=_id)
+def test_js_runs(block: Block, tmp_path: Path) -> None:
+    script = tmp_path / "block.cjs"
+    script.write_text(block.text, encoding="utf-8")
+    result = subprocess.run(
+        ["node", str(script)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(MERMAID_CHECK / "node_modules")},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+
+
+def test_the_pages_run_javascript() -> None:
+    assert [b.page.name for b in of("js")] == ["elsewhere.md"]
 
 
 # ---------------------------------------------------------------------------- sh

@@ -40,11 +40,21 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn, TextIO, cast
 
-from handoff_fsm.cli import check, diagrams, diff, inspect, lifecycle, replay, simulate, sweep
+from handoff_fsm.cli import (
+    check,
+    diagrams,
+    diff,
+    export,
+    inspect,
+    lifecycle,
+    replay,
+    simulate,
+    sweep,
+)
 from handoff_fsm.cli.common import fail
 from handoff_fsm.cli.files import STDERR_NAME, STDOUT_NAME, UsageError, named_errors
 
-COMMANDS: Final = (replay, diagrams, check, simulate, sweep, diff, lifecycle, inspect)
+COMMANDS: Final = (replay, diagrams, export, check, simulate, sweep, diff, lifecycle, inspect)
 """The modules of this package that declare subcommands, in the order ``--help`` lists them
 (``diagrams`` declares ``diagrams``, ``diagram`` and ``review``)."""
 

@@ -18,7 +18,7 @@ import math
 import re
 import sys
 from enum import StrEnum
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias
 
 from handoff_fsm.coordinator import ENGINES
 from handoff_fsm.errors import quoted
@@ -51,14 +51,30 @@ def fail(command: str, message: str, *, code: str | None = None, json_output: bo
     return 2
 
 
+def one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser``'s mistakes one line on stderr (``handoff-fsm CMD: message``), exit 2.
+
+    argparse prints its usage before the message; a command whose every mistake is one
+    line (``export``, whose output goes to other tools' pipelines) reports the message
+    alone, as :func:`fail` does, and ``--help`` still shows the usage.
+    """
+
+    def error(message: str) -> NoReturn:
+        print(f"{parser.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+    parser.error = error  # type: ignore[method-assign]
+
+
 def add_choice(
     parser: argparse.ArgumentParser,
     option: str,
     kind: type[StrEnum],
     help: str,
     *,
-    default: StrEnum | str,
+    default: StrEnum | str | None,
     extra: tuple[str, ...] = (),
+    required: bool = False,
 ) -> None:
     """``option`` taking one member of the enum ``kind`` by value (or one of ``extra``).
 
@@ -78,7 +94,12 @@ def add_choice(
             ) from None
 
     parser.add_argument(
-        option, type=member, default=default, metavar="{" + ",".join(names) + "}", help=help
+        option,
+        type=member,
+        default=default,
+        required=required,
+        metavar="{" + ",".join(names) + "}",
+        help=help,
     )
 
 

@@ -15,7 +15,9 @@ by paths relative to itself, so :func:`write_review` writes them beside it.
 
 What is written: the chart family (every revision in one chart) at the top,
 one folder per revision (``seed/``, ``a976b2bf/``) with that revision's chart
-(:mod:`~handoff_fsm.structure.revisions`), its transition table and its run of
+(:mod:`~handoff_fsm.structure.revisions`), each chart also exported as the documents
+other tools run (SCXML, JSON, YAML, XState: :mod:`~handoff_fsm.render.export`), its
+transition table and its run of
 the decode-phase cancel (:mod:`~handoff_fsm.simulate.decode_cancel`) and its system
 check's counterexamples (:mod:`~handoff_fsm.review.system`), the two runs side by side
 at the top, and the scripted lifecycles. Names are paths
@@ -41,6 +43,7 @@ from handoff_fsm.chart import HandoffChart
 from handoff_fsm.io.atomic import write_bytes, write_files
 from handoff_fsm.model import VERDICT_LOSSES, Revision
 from handoff_fsm.render.dot import statechart_dot
+from handoff_fsm.render.export import SUFFIXES, export_document
 from handoff_fsm.render.graphviz import GraphvizError, render
 from handoff_fsm.render.mermaid import statechart_mermaid
 from handoff_fsm.render.sequence import (
@@ -131,8 +134,9 @@ def transitions_markdown(model: ChartModel) -> str:
     )
 
 
-def _chart_sources(model: ChartModel) -> dict[str, Source]:
-    """A chart's picture in every format, and its transition tables."""
+def _chart_sources(model: ChartModel, chart: type[HandoffChart]) -> dict[str, Source]:
+    """A chart's picture in every format, its transition tables, and the chart exported in
+    every format other tools run (:mod:`handoff_fsm.render.export`)."""
     revision = model.revision
     dot = statechart_dot(model)
     return {
@@ -141,6 +145,10 @@ def _chart_sources(model: ChartModel) -> dict[str, Source]:
         statechart_file("png", revision): partial(render, dot, "png"),
         statechart_file("mmd", revision): _given(_text(statechart_mermaid(model))),
         tables_file(revision): _given(_text(transitions_markdown(model))),
+        **{
+            statechart_file(suffix, revision): _given(_text(export_document(model, fmt, chart)))
+            for fmt, suffix in SUFFIXES.items()
+        },
     }
 
 
@@ -150,9 +158,9 @@ def diagram_sources(chart: type[HandoffChart] = HandoffChart) -> dict[str, Sourc
     The text files are computed here; the figures are drawn (by Graphviz) only when
     their source is called.
     """
-    files = _chart_sources(describe_chart(chart))
+    files = _chart_sources(describe_chart(chart), chart)
     for revision in Revision:
-        files |= _chart_sources(revision_chart(revision, chart))
+        files |= _chart_sources(revision_chart(revision, chart), chart)
     for run in scenario_runs():
         files[lifecycle_file(run, "jsonl")] = _given(_lines(run.trace))
         files[lifecycle_file(run, "mmd")] = _given(_text(sequence_mermaid(run.lifecycle)))

@@ -2,9 +2,10 @@
 
 Here: small drivers for the behaviour tests (scenarios read like the reference's tests).
 Beside them: :mod:`tests.support.git` (running git, a repository of the package, a
-commit's files), :mod:`tests.support.cli` (the command line in a fresh interpreter) and
+commit's files), :mod:`tests.support.cli` (the command line in a fresh interpreter),
 :mod:`tests.support.browser` (a page in headless Chromium; the ``browser`` fixture of
-tests/conftest.py launches it).
+tests/conftest.py launches it) and :mod:`tests.support.traces` (every trace of ``check``'s
+exploration, as a tree, with the library's answers).
 """
 
 from __future__ import annotations
