@@ -82,6 +82,9 @@ CASES: Final = (
     Case(("lifecycle", "trace.jsonl"), 2),  # no -o and no --list
     Case(("inspect", "trace.jsonl", "-o", "page.html"), 0, needs_dot=True),
     Case(("inspect", "trace.jsonl", "-o", "page.txt"), 2),
+    Case(("export", "--format", "scxml", "--revision", "seed"), 0),
+    Case(("export", "--format", "xstate", "-o", "chart.json"), 0),
+    Case(("export", "--format", "dot"), 2),
 )
 """The cases run as processes, cheap ones (a second or two each)."""
 
@@ -99,6 +102,7 @@ NO_VERDICT: Final = {
     "diagram": "it draws a trace; nothing is judged",
     "lifecycle": "it draws a trace; nothing is judged",
     "inspect": "it writes a page; nothing is judged",
+    "export": "it writes the chart as a document; nothing is judged",
 }
 """The commands that never exit 1, and why."""
 
