@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 from uuid import UUID
 
+import floor
 import handwritten
 from harness import clock
 
@@ -97,6 +98,10 @@ HANDWRITTEN = Side(
     success=handwritten.HandoffCompletion.SUCCESS,
     canceled=handwritten.HandoffCompletion.CANCELED,
 )
+
+FLOOR = replace(LIBRARY, name="floor", coordinator=floor.HandoffCoordinator)
+"""The hand-written coordinator on the library's own value types (:mod:`floor`), driven with
+the library's facts and outcomes: what the types cost, without the library's machinery."""
 
 Workload = Callable[[Side, Sequence[UUID]], float]
 """``workload(side, ids)``: one operation per id; returns the seconds the operations took."""

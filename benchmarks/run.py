@@ -179,10 +179,10 @@ def _progress(message: str) -> None:
 
 TIMED: tuple[tuple[str, coordinator.Workload, float | None, float | None], ...] = (
     # (label, workload, target, stretch)
-    ("construction", coordinator.construction, 3.0, None),
-    ("full handoff, source first", coordinator.success_source_first, 2.0, 1.5),
-    ("full handoff, destination first", coordinator.success_destination_first, 2.0, 1.5),
-    ("timeout and cleanup handoff", coordinator.timeout_cleanup, 2.0, None),
+    ("construction", coordinator.construction, 1.0, None),
+    ("full handoff, source first", coordinator.success_source_first, 1.3, None),
+    ("full handoff, destination first", coordinator.success_destination_first, 1.3, None),
+    ("timeout and cleanup handoff", coordinator.timeout_cleanup, 1.3, None),
     ("no-op duplicate fact (fact built per call)", coordinator.duplicate_fact, None, None),
     ("no-op duplicate fact (same fact object)", coordinator.duplicate_fact_prebuilt, None, None),
 )
@@ -192,11 +192,11 @@ LIVE: tuple[tuple[str, coordinator.LiveBuilder], ...] = (
     ("mid-handoff", coordinator.mid_handoff_coordinators),
 )
 
-MEMORY_TARGET = 1.5
-REPLAY_TARGET = 3.0
+MEMORY_TARGET = 0.8
+REPLAY_TARGET = 2.0
 FLAT_MEMORY_TARGET = 1.10
 """Peak RSS on the whole trace over peak RSS on its first quarter: at most 10% growth."""
-SIMULATE_TARGET = 3.0
+SIMULATE_TARGET = 2.0
 AIO_TARGET = 3.0
 AIO_CONCURRENCY = 1000
 IMPORT_TARGET = 2.5
@@ -215,10 +215,34 @@ def _built(
 
 
 TIMED_A976B2BF: tuple[tuple[str, coordinator.Workload, float | None, float | None], ...] = (
-    ("full handoff, source first (a976b2bf)", coordinator.success_source_first, 2.0, 1.5),
-    ("timeout and cleanup handoff (a976b2bf)", coordinator.timeout_cleanup, 2.0, None),
+    ("full handoff, source first (a976b2bf)", coordinator.success_source_first, 1.3, None),
+    (
+        "full handoff, destination first (a976b2bf)",
+        coordinator.success_destination_first,
+        1.3,
+        None,
+    ),
+    ("timeout and cleanup handoff (a976b2bf)", coordinator.timeout_cleanup, 1.3, None),
 )
 """The same workloads on the a976b2bf revision, against the same (seed) yardstick."""
+
+FLOOR_TARGET = 1.1
+FLOOR_ROWS: tuple[tuple[coordinator.Side, str, coordinator.Workload], ...] = (
+    (coordinator.LIBRARY, "full handoff, source first", coordinator.success_source_first),
+    (
+        coordinator.LIBRARY,
+        "full handoff, destination first",
+        coordinator.success_destination_first,
+    ),
+    (coordinator.LIBRARY, "timeout and cleanup handoff", coordinator.timeout_cleanup),
+    (
+        coordinator.LIBRARY_A976B2BF,
+        "full handoff, source first (a976b2bf)",
+        coordinator.success_source_first,
+    ),
+)
+"""The library against the floor (:mod:`floor`: the hand-written coordinator returning the
+library's own value types): what the library's machinery costs beyond its types."""
 
 
 OWN_OBJECTS: tuple[tuple[str, harness.Timed], ...] = (
@@ -276,6 +300,24 @@ def coordinator_rows(profile: Profile) -> list[Row]:
                 target,
                 stretch,
                 result.ratio_spread,
+            )
+        )
+    for side, label, workload in FLOOR_ROWS:
+        _progress(f"floor: {label}")
+        result = harness.compare(
+            _timed(side, workload),
+            _timed(coordinator.FLOOR, workload),
+            pairs=profile.pairs,
+            min_sample_s=profile.min_sample_s,
+        )
+        rows.append(
+            Row(
+                f"floor: {label}, vs the hand-written coordinator on the library's value types",
+                _us(result.library_median),
+                _us(result.baseline_median),
+                result.ratio,
+                FLOOR_TARGET,
+                spread=result.ratio_spread,
             )
         )
     live = [(coordinator.LIBRARY, label, builder) for label, builder in LIVE]

@@ -21,6 +21,7 @@ its own (a wrong type there is ``foreign_handoff``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel
@@ -59,13 +60,18 @@ def _timing_as_validated(timing: object) -> bool:
     fields = timing.__dict__
     if len(fields) != 5:  # its five fields, each set by its validator
         return False
-    bandwidth = fields.get("bandwidth_gb_s")
+    prompt_tokens = fields.get("full_prompt_tokens")
+    state_bytes = fields.get("state_bytes")
     kv_bytes = fields.get("kv_bytes_per_token")
+    bandwidth = fields.get("bandwidth_gb_s")
+    # _u64, spelt out: this runs for every SourceHeld a coordinator is given.
     return (
         type(fields.get("mode")) is TransferTimingMode
-        and _u64(fields.get("full_prompt_tokens"))
-        and _u64(fields.get("state_bytes"))
-        and (kv_bytes is None or _u64(kv_bytes))
+        and type(prompt_tokens) is int
+        and 0 <= prompt_tokens <= U64_MAX
+        and type(state_bytes) is int
+        and 0 <= state_bytes <= U64_MAX
+        and (kv_bytes is None or (type(kv_bytes) is int and 0 <= kv_bytes <= U64_MAX))
         and (bandwidth is None or type(bandwidth) is float)
     )
 
@@ -82,6 +88,28 @@ def _revalidated(value: _V) -> _V:
     return validated(type(value), _field_values(value))
 
 
+def admitted_source_held(fact: SourceHeld) -> SourceHeld:
+    """``fact`` if its timing is as validated, else its class's validator's verdict on it."""
+    if _timing_as_validated(fact.__dict__.get("transfer_timing")):
+        return fact
+    return _revalidated(fact)
+
+
+def admitted_destination_reserved(fact: DestinationReserved) -> DestinationReserved:
+    """``fact`` if its token count is as validated, else its class's validator's verdict."""
+    tokens = fact.__dict__.get("transferable_prompt_tokens")
+    if type(tokens) is int and 0 <= tokens <= U64_MAX:
+        return fact
+    return _revalidated(fact)
+
+
+FACT_ADMISSIONS: Final[dict[type[BaseModel], Callable[[Any], Any]]] = {
+    SourceHeld: admitted_source_held,
+    DestinationReserved: admitted_destination_reserved,
+}
+"""The admission of each fact whose payload a coordinator keeps (:data:`PAYLOAD_FACTS`)."""
+
+
 def admitted_fact(fact: _V) -> _V:
     """``fact`` if its payload is as validated, else its class's validator's verdict on it.
 
@@ -89,16 +117,9 @@ def admitted_fact(fact: _V) -> _V:
     :class:`~handoff_fsm.model.DestinationReserved` (the facts whose payload a coordinator
     keeps); any other fact is returned as it is.
     """
-    kind = type(fact)
-    if kind is SourceHeld:
-        if _timing_as_validated(fact.__dict__.get("transfer_timing")):
-            return fact
-    elif kind is DestinationReserved:
-        if _u64(fact.__dict__.get("transferable_prompt_tokens")):
-            return fact
-    else:
-        return fact
-    return _revalidated(fact)
+    admission = FACT_ADMISSIONS.get(type(fact))
+    admitted: _V = fact if admission is None else admission(fact)
+    return admitted
 
 
 def admitted_outcome(outcome: HandoffActionOutcome) -> HandoffActionOutcome:

@@ -44,7 +44,9 @@ for one revision:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final, Protocol
 
 from statemachine import State, StateChart
@@ -59,6 +61,7 @@ from handoff_fsm.model import (
     CancelSource,
     DestinationReserved,
     Failed,
+    HandoffAction,
     HandoffCompletion,
     HandoffOrder,
     OutcomeKind,
@@ -100,6 +103,23 @@ class HandoffEffects(Protocol):
     def issue_cancel_source(self) -> Any: ...
     def issue_cancel_destination(self) -> Any: ...
     def issue_complete(self) -> Any: ...
+
+
+PLAIN_ISSUES: Final[Mapping[str, type[HandoffAction]]] = MappingProxyType(
+    {
+        "issue_submit_prefill": SubmitPrefill,
+        "issue_reserve_destination": ReserveDestination,
+        "issue_activate_destination": ActivateDestination,
+        "issue_release_source": ReleaseSource,
+        "issue_cancel_source": CancelSource,
+        "issue_cancel_destination": CancelDestination,
+    }
+)
+"""The issuing effects whose whole work is issuing an action of one kind that carries only
+the handoff id (``issue_start_transfer`` carries a delay, ``issue_complete`` also ends the
+journal). The compiled engine decides the kind once per step it generates and calls the
+run's ``issue(kind)`` with it (:class:`~handoff_fsm.run.HandoffRun`), so such an effect
+costs one call at run time."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,20 +14,20 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, get_args
 from uuid import UUID
 
 from pydantic import ValidationError
 
-from handoff_fsm.admission import PAYLOAD_FACTS, admitted_fact, admitted_outcome
+from handoff_fsm.admission import FACT_ADMISSIONS, admitted_outcome
 from handoff_fsm.chart import FACT_EVENTS, START, HandoffChart
 from handoff_fsm.consistency import Shape, reachable_shapes, same_float
 from handoff_fsm.display import Pretty, draw, pretty
 from handoff_fsm.engines.compiled import ChartState, CompiledChart, compiled_chart
 from handoff_fsm.engines.statechart import LiveChartState, live_state
 from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error, listed, quoted
-from handoff_fsm.journal import ActionJournal
+from handoff_fsm.journal import SHARED_ACCEPTANCES, ActionJournal
 from handoff_fsm.model import (
     ORDERS,
     OUTCOME_PREFERENCE,
@@ -49,11 +49,12 @@ from handoff_fsm.snapshot import HandoffSnapshot, RecordedOutcome
 Engine = Literal["compiled", "statechart"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)
 
-_FACT_EVENT: dict[type, str] = dict(FACT_EVENTS)
-
-_PAYLOAD_EVENTS: frozenset[str] = frozenset(FACT_EVENTS[kind] for kind in PAYLOAD_FACTS)
-"""The events of the facts whose payload a coordinator keeps (the others carry only the
-handoff id, compared above): only these are looked at by :func:`admitted_fact`."""
+_FACT_ROUTES: dict[type, tuple[str, Callable[[Any], Any] | None]] = {
+    kind: (event, FACT_ADMISSIONS.get(kind)) for kind, event in FACT_EVENTS.items()
+}
+"""Each fact type's chart event, and its admission when it carries a payload the coordinator
+keeps (:data:`~handoff_fsm.admission.FACT_ADMISSIONS`; an id-only fact is judged by its
+``handoff_id``, compared in :meth:`HandoffCoordinator.on_fact`): one look-up per fact."""
 
 _SHARED_OUTCOMES: frozenset[int] = frozenset(
     id(getattr(HandoffActionOutcome, kind.name)) for kind in OUTCOME_PREFERENCE
@@ -186,8 +187,8 @@ class HandoffCoordinator:
         ``model_copy(update=...)``) is judged by its class's validator first: a
         ``ValidationError`` then, with nothing changed (see :mod:`handoff_fsm.admission`).
         """
-        event = _FACT_EVENT.get(type(fact))
-        if event is None:
+        route = _FACT_ROUTES.get(type(fact))
+        if route is None:
             raise TypeError(
                 "on_fact() takes a HandoffFact (SourceHeld, DestinationReserved, "
                 f"TransferCompleted, Failed, TimedOut, Canceled), not {type(fact).__name__}"
@@ -200,8 +201,9 @@ class HandoffCoordinator:
                 f"fact belongs to a different handoff: {type(fact).__name__} for "
                 f"{quoted(handoff_id)}, this coordinator is {run.handoff_id}",
             )
-        if event in _PAYLOAD_EVENTS:
-            fact = admitted_fact(fact)
+        event, admission = route
+        if admission is not None:
+            fact = admission(fact)
         step = run.state.steps.get(event)
         return step(run, fact) if step is not None else []
 
@@ -214,13 +216,34 @@ class HandoffCoordinator:
         """
         if type(action_id) is not int:
             raise TypeError(f"action_id must be an int, not {type(action_id).__name__}")
+        run = self._run
+        journal = run.journal
+        # The common case, decided once (SHARED_ACCEPTANCES): a shared outcome constant
+        # that acknowledges the kind issued under this id, the first outcome for it, in a
+        # running handoff. Anything else is judged in full below.
+        event = SHARED_ACCEPTANCES.get((journal.issued.get(action_id), id(outcome)))  # type: ignore[arg-type]
+        state = run.state
+        if event is None or action_id in journal.outcomes or state.is_complete:
+            return self._judged_outcome(action_id, outcome)
+        journal.outcomes[action_id] = outcome
+        step = state.steps.get(event)
+        if step is None:
+            return []
+        try:
+            return step(run, None)
+        except BaseException:
+            del journal.outcomes[action_id]  # as in _stepped
+            raise
+
+    def _judged_outcome(
+        self, action_id: int, outcome: HandoffActionOutcome
+    ) -> list[IssuedHandoffAction]:
         if type(outcome) is not HandoffActionOutcome:
             raise TypeError(f"outcome must be a HandoffActionOutcome, not {type(outcome).__name__}")
         if id(outcome) not in _SHARED_OUTCOMES:
             outcome = admitted_outcome(outcome)
         run = self._run
-        state = run.state
-        if state.is_complete:
+        if run.state.is_complete:
             return []  # late acknowledgements after completion are ignored
         try:
             event = run.journal.acknowledge(action_id, outcome)
@@ -228,7 +251,13 @@ class HandoffCoordinator:
             raise run.with_context(error) from None
         if event is None:
             return []  # an exact duplicate
-        step = state.steps.get(event)
+        return self._stepped(event, action_id)
+
+    def _stepped(self, event: str, action_id: int) -> list[IssuedHandoffAction]:
+        """The step of an accepted outcome's ``event``; its outcome (recorded under
+        ``action_id``) goes when the step raises."""
+        run = self._run
+        step = run.state.steps.get(event)
         if step is None:
             return []
         try:

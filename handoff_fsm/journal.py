@@ -9,6 +9,8 @@ the chart's job. Ids increase strictly for the life of a coordinator, also acros
 
 from __future__ import annotations
 
+from typing import Final
+
 from handoff_fsm.chart import ACKNOWLEDGEMENTS, ACTION_FAILED
 from handoff_fsm.errors import HandoffErrorCode, handoff_error, quoted
 from handoff_fsm.model import (
@@ -19,6 +21,16 @@ from handoff_fsm.model import (
 )
 
 _FAILED = OutcomeKind.FAILED
+
+SHARED_ACCEPTANCES: Final[dict[tuple[type[HandoffAction], int], str]] = {
+    (kind, id(getattr(HandoffActionOutcome, accepted.name))): ack.event
+    for kind, ack in ACKNOWLEDGEMENTS.items()
+    for accepted in ack.accepted
+}
+"""(action kind, identity of a shared outcome constant) -> the event :meth:`ActionJournal.
+acknowledge` turns that outcome into, for the constants (``HandoffActionOutcome.APPLIED``
+...) that acknowledge that kind: the verdict decided once. The constants live as long as
+the class, so their identities name them; a caller's equal outcome is judged in full."""
 
 
 class ActionJournal:

@@ -234,6 +234,12 @@ instance the constructor builds. The library builds its own values with it on ho
 paths (a dict, not a class attribute: attribute look-ups on a model class are slow)."""
 
 
+def builder(cls: type[_ModelT]) -> Callable[[Mapping[str, Any]], _ModelT]:
+    """``values -> cls(**values)`` through the class's validator, for a hot path to bind once
+    (a ``ValidationError`` if invalid); ``cls`` is one of this module's value types."""
+    return _VALIDATE[cls]
+
+
 def validated(cls: type[_ModelT], values: Mapping[str, Any]) -> _ModelT:
     """``cls(**values)`` through the class's validator (a ``ValidationError`` if invalid);
     ``cls`` is one of this module's value types."""
@@ -287,10 +293,25 @@ def validate_transfer_timing(transfer_timing: HandoffTransferTiming) -> None:
             HandoffErrorCode.INVALID_TRANSFER_BANDWIDTH,
             f"invalid handoff transfer bandwidth {bandwidth!r} GB/s (must be finite and >= 0)",
         )
-    validate_transfer_delay_ms(transfer_timing.full_prompt_delay_ms())
+    fields = transfer_timing.__dict__  # full_prompt_delay_ms(), without its frame
+    validate_transfer_delay_ms(
+        transfer_delay_ms(
+            fields["full_prompt_tokens"],
+            fields["kv_bytes_per_token"],
+            bandwidth,
+            fields["state_bytes"],
+        )
+    )
 
 
 _UNSET: Any = object()
+_TIMING_FIELDS: Final = (
+    "mode",
+    "full_prompt_tokens",
+    "kv_bytes_per_token",
+    "bandwidth_gb_s",
+    "state_bytes",
+)
 
 
 class HandoffTransferTiming(_Value):
@@ -314,29 +335,30 @@ class HandoffTransferTiming(_Value):
         kv_bytes_per_token: int | None = _UNSET,
         bandwidth_gb_s: float | None = _UNSET,
         state_bytes: int = _UNSET,
-        **unknown: Any,
+        /,
+        **fields: Any,
     ) -> None:
-        # Positional arguments as in the design. Only the arguments given reach pydantic,
-        # so a missing required field is still reported as missing, and unknown keywords
-        # are rejected, not dropped. Spelt out, and validated into `self` as
-        # BaseModel.__init__ does (pydantic-core's `self_instance`), without its frame:
-        # a caller builds one timing per handoff.
+        # Positional arguments as in the design; keywords all arrive in `fields`, so any
+        # field name pydantic passes (it calls this __init__ with a mapping's items) is a
+        # field, never a clash with `self`. Only the arguments given reach pydantic, so a
+        # missing required field is still reported as missing, and unknown keywords are
+        # rejected, not dropped. Validated into `self` as BaseModel.__init__ does
+        # (pydantic-core's `self_instance`), without its frame.
         if mode is not _UNSET:
-            unknown["mode"] = mode
-        if full_prompt_tokens is not _UNSET:
-            unknown["full_prompt_tokens"] = full_prompt_tokens
-        if kv_bytes_per_token is not _UNSET:
-            unknown["kv_bytes_per_token"] = kv_bytes_per_token
-        if bandwidth_gb_s is not _UNSET:
-            unknown["bandwidth_gb_s"] = bandwidth_gb_s
-        if state_bytes is not _UNSET:
-            unknown["state_bytes"] = state_bytes
-        _VALIDATE[type(self)](unknown, self_instance=self)
+            given = (mode, full_prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes)
+            for name, value in zip(_TIMING_FIELDS, given, strict=True):
+                if value is _UNSET:
+                    break
+                if name in fields:
+                    raise TypeError(
+                        f"HandoffTransferTiming() got multiple values for argument {name!r}"
+                    )
+                fields[name] = value
+        _VALIDATE[type(self)](fields, self_instance=self)
 
-    # This __init__ only maps positional arguments to fields, so pydantic may validate
-    # without it (without the marker, pydantic-core calls __init__ for every nested
-    # timing it validates, e.g. in each SourceHeld read from a trace).
-    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+    # pydantic calls this __init__ for every timing it validates from a mapping (a nested
+    # timing in each SourceHeld read from a trace, say): a custom __init__ is opaque to it.
+    # Telling it otherwise takes a private marker, which this library does not write.
 
     def for_prompt(self, full_prompt_tokens: int) -> HandoffTransferTiming:
         """This timing for a prompt of ``full_prompt_tokens`` tokens.

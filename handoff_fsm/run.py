@@ -11,13 +11,15 @@ decides control flow: the chart does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from uuid import UUID
 
 from handoff_fsm.chart import REJECTIONS
 from handoff_fsm.errors import HandoffError, HandoffErrorCode, handoff_error
 from handoff_fsm.journal import ActionJournal
 from handoff_fsm.model import (
+    ACTION_TYPES,
     ActivateDestination,
     CancelDestination,
     CancelSource,
@@ -34,6 +36,7 @@ from handoff_fsm.model import (
     StartTransfer,
     SubmitPrefill,
     TransferTimingMode,
+    builder,
     transfer_delay_ms,
     validate_transfer_delay_ms,
     validate_transfer_timing,
@@ -41,6 +44,13 @@ from handoff_fsm.model import (
 
 if TYPE_CHECKING:
     from handoff_fsm.engines.state import EngineState
+
+_BUILD: Final[dict[type[Any], Callable[[Mapping[str, Any]], Any]]] = {
+    kind: builder(kind) for kind in ACTION_TYPES
+}
+_ISSUED: Final = builder(IssuedHandoffAction)
+_START_TRANSFER: Final = builder(StartTransfer)
+_COMPLETE: Final = builder(Complete)
 
 TimingInputs = tuple[bool, int, int | None, float | None, int]
 """(full-prompt mode?, full_prompt_tokens, kv_bytes_per_token, bandwidth_gb_s, state_bytes).
@@ -132,33 +142,51 @@ class HandoffRun:
 
     # ------------------------------------------------------------------ actions
 
+    def issue(self, kind: type[HandoffAction]) -> IssuedHandoffAction:
+        """Issue the action of ``kind`` (one of :data:`~handoff_fsm.chart.PLAIN_ISSUES`'
+        kinds, which carry only the handoff id): the next id, the kind remembered.
+
+        The compiled engine's steps call this directly with the kind their chart state
+        decided; both values are built by their class's validator (see
+        :mod:`handoff_fsm.model`)."""
+        journal = self.journal
+        action_id = journal.next_id
+        journal.next_id = action_id + 1
+        journal.issued[action_id] = kind
+        return _ISSUED({"id": action_id, "action": _BUILD[kind]({"handoff_id": self.handoff_id})})
+
     def issue_submit_prefill(self) -> IssuedHandoffAction:
-        return self.journal.issue(SubmitPrefill.issued_for(self.handoff_id))
+        return self.issue(SubmitPrefill)
 
     def issue_reserve_destination(self) -> IssuedHandoffAction:
-        return self.journal.issue(ReserveDestination.issued_for(self.handoff_id))
+        return self.issue(ReserveDestination)
 
     def issue_start_transfer(self) -> IssuedHandoffAction:
-        return self.journal.issue(
-            StartTransfer.issued_with_delay(self.handoff_id, self.transfer_delay_ms())
-        )
+        journal = self.journal
+        action_id = journal.next_id
+        journal.next_id = action_id + 1
+        journal.issued[action_id] = StartTransfer
+        values = {"handoff_id": self.handoff_id, "delay_ms": self.transfer_delay_ms()}
+        return _ISSUED({"id": action_id, "action": _START_TRANSFER(values)})
 
     def issue_activate_destination(self) -> IssuedHandoffAction:
-        return self.journal.issue(ActivateDestination.issued_for(self.handoff_id))
+        return self.issue(ActivateDestination)
 
     def issue_release_source(self) -> IssuedHandoffAction:
-        return self.journal.issue(ReleaseSource.issued_for(self.handoff_id))
+        return self.issue(ReleaseSource)
 
     def issue_cancel_source(self) -> IssuedHandoffAction:
-        return self.journal.issue(CancelSource.issued_for(self.handoff_id))
+        return self.issue(CancelSource)
 
     def issue_cancel_destination(self) -> IssuedHandoffAction:
-        return self.journal.issue(CancelDestination.issued_for(self.handoff_id))
+        return self.issue(CancelDestination)
 
     def issue_complete(self) -> IssuedHandoffAction:
-        issued = self.journal.issue(Complete.issued_for(self.handoff_id))
-        self.journal.clear()
-        return issued
+        journal = self.journal
+        action_id = journal.next_id
+        journal.next_id = action_id + 1
+        journal.clear()
+        return _ISSUED({"id": action_id, "action": _COMPLETE({"handoff_id": self.handoff_id})})
 
     # ------------------------------------------------------------------ derived values
 

@@ -28,6 +28,7 @@ import bench_aio  # noqa: E402
 import bench_coordinator  # noqa: E402
 import bench_explore  # noqa: E402
 import bench_import  # noqa: E402
+import floor  # noqa: E402
 import handwritten  # noqa: E402
 import harness  # noqa: E402
 import instructions  # noqa: E402
@@ -296,7 +297,9 @@ def test_yardstick_rejects_the_timings_the_library_rejects(bandwidth: float) -> 
 
 
 SIDES = pytest.mark.parametrize(
-    "side", [bench_coordinator.LIBRARY, bench_coordinator.HANDWRITTEN], ids=lambda s: s.name
+    "side",
+    [bench_coordinator.LIBRARY, bench_coordinator.HANDWRITTEN, bench_coordinator.FLOOR],
+    ids=lambda s: s.name,
 )
 WORKLOADS: list[bench_coordinator.Workload] = [workload for _, workload, _, _ in run.TIMED]
 
@@ -573,3 +576,37 @@ def test_each_instruction_workload_runs_outside_valgrind(workload: str) -> None:
     child = [sys.executable, "-c", instructions._CHILD, workload, str(trace), "20"]
     result = subprocess.run(child, capture_output=True, text=True, check=False, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_floor_replies_as_the_library_does_with_the_same_types() -> None:
+    """The floor row compares like with like: on a whole handoff and a cleanup, the floor's
+    replies are the library's, value for value and type for type."""
+    handoff_id = harness.handoff_ids(1)[0]
+    timing = hf.HandoffTransferTiming(hf.TransferTimingMode.FULL_PROMPT, 4096, 131_072, 25.0)
+    for cleanup in (False, True):
+        replies: list[list[list[hf.IssuedHandoffAction]]] = []
+        for new in (hf.HandoffCoordinator, floor.HandoffCoordinator):
+            c: Any = new(handoff_id, hf.HandoffOrder.SOURCE_FIRST, 0.0)
+            got = [c.start()]
+            got.append(c.on_action_outcome(0, hf.HandoffActionOutcome.SUBMITTED))
+            got.append(c.on_fact(hf.SourceHeld(handoff_id=handoff_id, transfer_timing=timing)))
+            got.append(c.on_action_outcome(1, hf.HandoffActionOutcome.ACCEPTED))
+            got.append(
+                c.on_fact(
+                    hf.DestinationReserved(handoff_id=handoff_id, transferable_prompt_tokens=9)
+                )
+            )
+            got.append(c.on_action_outcome(2, hf.HandoffActionOutcome.SCHEDULED))
+            if cleanup:
+                got.append(c.on_fact(hf.TimedOut(handoff_id=handoff_id)))
+                got += [c.on_action_outcome(i, hf.HandoffActionOutcome.APPLIED) for i in (3, 4)]
+            else:
+                got.append(c.on_fact(hf.TransferCompleted(handoff_id=handoff_id)))
+                got += [c.on_action_outcome(i, hf.HandoffActionOutcome.APPLIED) for i in (3, 4)]
+            replies.append(got)
+        library, floor_replies = replies
+        assert library == floor_replies
+        assert [type(i.action) for r in library for i in r] == [
+            type(i.action) for r in floor_replies for i in r
+        ]
+        assert library[-1][-1].action == hf.Complete(handoff_id=handoff_id)

@@ -53,7 +53,7 @@ TIMING = HandoffTransferTiming(TransferTimingMode.FULL_PROMPT, 4096, 131_072, 25
 def test_timing_rejects_malformed_values(kwargs: dict[str, object]) -> None:
     values: dict[str, object] = {"mode": "full_prompt", "full_prompt_tokens": 1, **kwargs}
     with pytest.raises(ValidationError):
-        HandoffTransferTiming(**values)  # type: ignore[arg-type]
+        HandoffTransferTiming(**values)
 
 
 def test_timing_accepts_positional_and_keyword_forms() -> None:

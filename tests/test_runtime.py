@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+
 from handoff_fsm import HandoffOrder
-from handoff_fsm.chart import INPUT_EVENTS, VALIDATORS, HandoffChart
+from handoff_fsm.chart import INPUT_EVENTS, PLAIN_ISSUES, VALIDATORS, HandoffChart
 from handoff_fsm.engines.compiled import compile_chart, compiled_chart
 from handoff_fsm.engines.harness import effect_names
+from handoff_fsm.journal import ActionJournal
+from handoff_fsm.run import HandoffRun
+
+HID = uuid.UUID(int=7)
 
 
 def test_every_reachable_chart_state_is_compiled() -> None:
@@ -49,7 +55,21 @@ def test_generated_steps_document_their_code() -> None:
     state = compiled_chart().initial[HandoffOrder.SOURCE_FIRST]
     start = state.steps["start"]
     assert start.__doc__ is not None
-    assert "c.issue_submit_prefill()" in start.__doc__
+    assert "c.issue(SubmitPrefill)  # issue_submit_prefill" in start.__doc__
+
+
+def test_plain_issues_are_what_the_runs_effects_issue() -> None:
+    """A generated step's ``c.issue(kind)`` is the effect it stands for: the same reply and
+    journal as the run's ``issue_*`` method (which the interpreted engine calls)."""
+    for name, kind in PLAIN_ISSUES.items():
+        by_effect, by_kind = (
+            HandoffRun(HID, HandoffOrder.SOURCE_FIRST, 0.0, ActionJournal(3)) for _ in range(2)
+        )
+        issued = getattr(by_effect, name)()
+        assert issued == by_kind.issue(kind)
+        assert type(issued.action) is kind and issued.id == 3
+        assert by_effect.journal.issued == by_kind.journal.issued == {3: kind}
+        assert by_effect.journal.next_id == by_kind.journal.next_id == 4
 
 
 class _NoDestinationFirst(HandoffChart):

@@ -27,6 +27,7 @@ from handoff_fsm.chart import (
     FACT_EVENTS,
     INPUT_EVENTS,
     PAYLOAD,
+    PLAIN_ISSUES,
     VALIDATORS,
     ChartFields,
     HandoffChart,
@@ -264,18 +265,23 @@ def _generate(step: Step, target: ChartState) -> StepFunction:
     def call(name: str) -> str:
         return f"c.{name}(data)" if effect_parameters(name) else f"c.{name}()"
 
+    namespace: dict[str, Any] = {"TARGET": target}
     lines = ["def step(c, data):"]
     lines += [f"    {call(name)}" for name in step.validators]
     lines.append("    c.state = TARGET")
     issued: list[str] = []
     for name in step.effects:
-        if returns_action(name):
+        kind = PLAIN_ISSUES.get(name)
+        if kind is not None:  # the kind is decided here, once (see PLAIN_ISSUES)
+            namespace[kind.__name__] = kind
+            issued.append(f"a{len(issued)}")
+            lines.append(f"    {issued[-1]} = c.issue({kind.__name__})  # {name}")
+        elif returns_action(name):
             issued.append(f"a{len(issued)}")
             lines.append(f"    {issued[-1]} = {call(name)}")
         else:
             lines.append(f"    {call(name)}")
     lines.append(f"    return [{', '.join(issued)}]")
-    namespace: dict[str, Any] = {"TARGET": target}
     exec("\n".join(lines), namespace)
     function: StepFunction = namespace["step"]
     function.__qualname__ = f"step[{step.source}:{step.event}->{step.target}]"

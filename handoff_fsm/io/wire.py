@@ -45,6 +45,7 @@ from handoff_fsm.model import (
     SourceHeld,
     StartTransfer,
     read_handoff_id,
+    validated,
 )
 
 __all__ = [
@@ -96,7 +97,7 @@ def _validated(cls: type[Any], payload: Any, what: str) -> Any:
     if not isinstance(payload, dict):
         raise _wire_error(f"{what} payload must be an object, got {quoted(payload)}")
     try:  # what model_validate runs, without its Python frame
-        return cls.__pydantic_validator__.validate_python(payload)
+        return validated(cls, payload)
     except ValidationError as error:
         raise _wire_error(f"invalid {what}: {_describe(error)}") from None
 
