@@ -48,12 +48,18 @@ class ActionJournal:
         self.issued: dict[int, type[HandoffAction]] = {}
         self.outcomes: dict[int, HandoffActionOutcome] = {}
 
-    def issue(self, action: HandoffAction) -> IssuedHandoffAction:
-        """Give ``action`` the next id and remember its kind until the handoff completes."""
+    def allot(self, kind: type[HandoffAction]) -> int:
+        """The next id, for an action of ``kind`` issued now, its kind remembered until
+        the handoff completes: the one place ids are given out (a coordinator's hot path
+        builds the action itself, once it has its id)."""
         action_id = self.next_id
         self.next_id = action_id + 1
-        self.issued[action_id] = type(action)
-        return IssuedHandoffAction.trusted(action_id, action)
+        self.issued[action_id] = kind
+        return action_id
+
+    def issue(self, action: HandoffAction) -> IssuedHandoffAction:
+        """Give ``action`` the next id (:meth:`allot`)."""
+        return IssuedHandoffAction.trusted(self.allot(type(action)), action)
 
     def acknowledge(self, action_id: int, outcome: HandoffActionOutcome) -> str | None:
         """Judge ``outcome`` for ``action_id``; record it and return its chart event.

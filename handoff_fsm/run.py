@@ -149,11 +149,8 @@ class HandoffRun:
         The compiled engine's steps call this directly with the kind their chart state
         decided; both values are built by their class's validator (see
         :mod:`handoff_fsm.model`)."""
-        journal = self.journal
-        action_id = journal.next_id
-        journal.next_id = action_id + 1
-        journal.issued[action_id] = kind
-        return _ISSUED({"id": action_id, "action": _BUILD[kind]({"handoff_id": self.handoff_id})})
+        action = _BUILD[kind]({"handoff_id": self.handoff_id})
+        return _ISSUED({"id": self.journal.allot(kind), "action": action})
 
     def issue_submit_prefill(self) -> IssuedHandoffAction:
         return self.issue(SubmitPrefill)
@@ -162,12 +159,9 @@ class HandoffRun:
         return self.issue(ReserveDestination)
 
     def issue_start_transfer(self) -> IssuedHandoffAction:
-        journal = self.journal
-        action_id = journal.next_id
-        journal.next_id = action_id + 1
-        journal.issued[action_id] = StartTransfer
         values = {"handoff_id": self.handoff_id, "delay_ms": self.transfer_delay_ms()}
-        return _ISSUED({"id": action_id, "action": _START_TRANSFER(values)})
+        action = _START_TRANSFER(values)
+        return _ISSUED({"id": self.journal.allot(StartTransfer), "action": action})
 
     def issue_activate_destination(self) -> IssuedHandoffAction:
         return self.issue(ActivateDestination)
@@ -182,11 +176,11 @@ class HandoffRun:
         return self.issue(CancelDestination)
 
     def issue_complete(self) -> IssuedHandoffAction:
+        action = _COMPLETE({"handoff_id": self.handoff_id})
         journal = self.journal
-        action_id = journal.next_id
-        journal.next_id = action_id + 1
+        issued = _ISSUED({"id": journal.allot(Complete), "action": action})
         journal.clear()
-        return _ISSUED({"id": action_id, "action": _COMPLETE({"handoff_id": self.handoff_id})})
+        return issued
 
     # ------------------------------------------------------------------ derived values
 

@@ -257,8 +257,8 @@ class IgnoresTimeoutInFlight(Bent):
 class _CancelingRun(HandoffRun):
     __slots__ = ()
 
-    def issue_release_source(self) -> IssuedHandoffAction:
-        return self.journal.issue(CancelSource.issued_for(self.handoff_id))
+    def issue(self, kind: type[HandoffAction]) -> IssuedHandoffAction:
+        return super().issue(CancelSource if kind is ReleaseSource else kind)
 
 
 class CancelsInsteadOfReleasing(HandoffCoordinator):
@@ -272,11 +272,9 @@ class CancelsInsteadOfReleasing(HandoffCoordinator):
 class _ZeroCompleteJournal(ActionJournal):
     """Numbers Complete 0 whatever was issued before."""
 
-    def issue(self, action: HandoffAction) -> IssuedHandoffAction:
-        issued = super().issue(action)
-        if type(action) is Complete:
-            return IssuedHandoffAction.trusted(0, action)
-        return issued
+    def allot(self, kind: type[HandoffAction]) -> int:
+        action_id = super().allot(kind)
+        return 0 if kind is Complete else action_id
 
 
 class ReusesActionIds(HandoffCoordinator):

@@ -187,7 +187,7 @@ def test_node_needs_version_18_and_the_mermaid_check_packages(
     assert node.problem() == "node 16.20 is older than 18"
     _tool(bin_dir, "node", "v20.11.0")
     assert node.problem() == "mermaid-check's npm package 'mermaid' is not installed"
-    for package in ("mermaid", "jsdom"):
+    for package in requirements.NODE_PACKAGES:
         (tool / "node_modules" / package).mkdir(parents=True)
         (tool / "node_modules" / package / "package.json").write_text("{}", encoding="utf-8")
     assert node.problem() is None
