@@ -425,7 +425,8 @@ def not_expressed(chart: ExportChart) -> tuple[str, ...]:
         "there, so it does not take it, but it cannot answer with the error.",
         "Payload checks: "
         + ", ".join(checked)
-        + " judge an input's payload before the transitions that name them are taken "
+        + (" judges" if len(checked) == 1 else " judge")
+        + " an input's payload before the transitions that name them are taken "
         "(each is named at its transition); the document sees events, not payloads: give "
         "it the event of an input whose payload passed them.",
         "Payloads: the chart stores "
