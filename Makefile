@@ -10,9 +10,13 @@ BIN := $(VENV)/bin
 
 install: $(VENV)/.installed
 
+# --no-compile: pip would compile every file of every dependency; the test targets let
+# each interpreter write the bytecode of what it imports instead (PYTHONDONTWRITEBYTECODE
+# unset), which is less, once.
+
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --no-compile --disable-pip-version-check -e '.[dev]'
 	touch $@
 
 # Debian's graphviz provides `dot`; install it only where it is missing.
@@ -56,7 +60,7 @@ mermaid-check:
 # The edit-test loop: the tests not marked slow (no tool, no process, no exploration;
 # tests/quick.py fails one that starts a process, explores or overruns its CPU budget).
 test-quick: install
-	HANDOFF_FSM_QUICK=1 $(BIN)/pytest -n auto --dist worksteal -m "not slow"
+	env -u PYTHONDONTWRITEBYTECODE HANDOFF_FSM_QUICK=1 $(BIN)/pytest -n auto --dist worksteal -m "not slow"
 
 # The docs site (mkdocs.yml) into site/; --strict fails on a broken link or reference,
 # a page missing from the nav, or a warning while reading the docstrings.

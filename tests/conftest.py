@@ -73,6 +73,7 @@ def quick_guard() -> Iterator[None]:
     if not quick.quick():
         yield
         return
+    quick.warm_property_testing()
     with quick.guarded():
         yield
 

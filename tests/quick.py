@@ -69,6 +69,24 @@ def _explorers() -> list[tuple[Any, str, str]]:
     ]
 
 
+def warm_property_testing() -> None:
+    """Run one throwaway property before the guarded tests, outside every budget.
+
+    Hypothesis reads the literal constants of the code under test the first time a
+    property draws in a process (and keeps them in ``.hypothesis/``): about a second on a
+    fresh clone, which would be charged to whichever property test ran first and fail it
+    for a cost that is not its own."""
+    from hypothesis import given, settings  # noqa: PLC0415 - only under make test-quick
+    from hypothesis import strategies as st  # noqa: PLC0415
+
+    @settings(max_examples=100, database=None)
+    @given(st.integers() | st.floats() | st.text())
+    def draw(_: object) -> None:
+        pass
+
+    draw()
+
+
 @contextmanager
 def guarded() -> Iterator[None]:
     """While it lasts, starting a process or an exploration raises :class:`SlowTestError`.
