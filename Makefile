@@ -5,14 +5,18 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
+# The test runs write bytecode even where the machine asks for none
+# (PYTHONDONTWRITEBYTECODE): every worker and every interpreter a test starts then compiles
+# the package, its dependencies (installed uncompiled, below) and the tests' rewritten
+# asserts once, not each time.
+WRITE_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 
 .PHONY: install graphviz chromium check mermaid-check test test-quick docs diagrams figures sweep-figures notebook-figure bench bench-check clean
 
 install: $(VENV)/.installed
 
-# --no-compile: pip would compile every file of every dependency; the test targets let
-# each interpreter write the bytecode of what it imports instead (PYTHONDONTWRITEBYTECODE
-# unset), which is less, once.
+# --no-compile: pip would compile every file of every dependency; the test runs compile
+# what they import, once ($(WRITE_BYTECODE)).
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,12 +50,10 @@ check: install
 # The lint and type checks run beside the npm install (each keeps one core busy); the
 # slow tests start first (tests/conftest.py), and an idle worker takes queued tests from
 # a busy one (--dist worksteal). The ten slowest tests close the run (--durations), so
-# the next slow one is seen when it lands. Bytecode is written even where the machine
-# asks for none (PYTHONDONTWRITEBYTECODE): every worker and every interpreter a test
-# starts then compiles the package and the tests' rewritten asserts once, not each time.
+# the next slow one is seen when it lands.
 test: install graphviz chromium
 	$(MAKE) --no-print-directory -j2 check mermaid-check
-	env -u PYTHONDONTWRITEBYTECODE HANDOFF_FSM_REQUIRE_ALL=1 $(BIN)/pytest -n auto --dist worksteal --durations=10
+	$(WRITE_BYTECODE) HANDOFF_FSM_REQUIRE_ALL=1 $(BIN)/pytest -n auto --dist worksteal --durations=10
 	$(MKDOCS_BUILD)
 
 mermaid-check:
@@ -60,7 +62,7 @@ mermaid-check:
 # The edit-test loop: the tests not marked slow (no tool, no process, no exploration;
 # tests/quick.py fails one that starts a process, explores or overruns its CPU budget).
 test-quick: install
-	env -u PYTHONDONTWRITEBYTECODE HANDOFF_FSM_QUICK=1 $(BIN)/pytest -n auto --dist worksteal -m "not slow"
+	$(WRITE_BYTECODE) HANDOFF_FSM_QUICK=1 $(BIN)/pytest -n auto --dist worksteal -m "not slow"
 
 # The docs site (mkdocs.yml) into site/; --strict fails on a broken link or reference,
 # a page missing from the nav, or a warning while reading the docstrings.

@@ -52,6 +52,12 @@ stalls with a deadline, never completes twice."""
 EVERY = tuple(Property)
 
 
+def kept_one_loss() -> SystemReport:
+    """a976b2bf with one lost message, both orders: the report a verdict's tolerance
+    column reads (diff, review), kept on disk, so the suite explores it once."""
+    return default_report(A976, SystemAssumptions(losses=1))
+
+
 @cache
 def one_loss(retries: int = 3, deadline: bool = True) -> SystemReport:
     return check_system(
@@ -101,8 +107,7 @@ def test_a976b2bf_keeps_every_property() -> None:
 
 
 def test_a976b2bf_absorbs_one_lost_message_in_both_orders() -> None:
-    # The report a verdict's tolerance column reads (diff, review), kept on disk.
-    report = default_report(A976, SystemAssumptions(losses=1))
+    report = kept_one_loss()
     assert report.settings.orders == tuple(HandoffOrder) and report.exhausted
     _holds(report, *EVERY)
     assert report.ok
@@ -123,7 +128,7 @@ def test_without_cleanup_retries_a_lost_cancel_leaves_the_kv_and_is_reported() -
     assert report.verdict(Property.NO_KV_LEAK).tolerance == 0
     _holds(report, Property.HONEST_ABANDONMENT, *CLEAN)
     # the retries absorb it
-    assert default_report(A976, SystemAssumptions(losses=1)).verdict(Property.NO_KV_LEAK).holds
+    assert kept_one_loss().verdict(Property.NO_KV_LEAK).holds
 
 
 def test_without_a_deadline_a_lost_fact_stalls_the_handoff() -> None:
@@ -132,7 +137,7 @@ def test_without_a_deadline_a_lost_fact_stalls_the_handoff() -> None:
     lost = [step.text for step in example.world if step.kind == "lose"]
     assert len(lost) == 1 and "from the" in lost[0]  # a fact a worker sent
     # the deadline ends it
-    assert default_report(A976, SystemAssumptions(losses=1)).verdict(Property.TERMINATES).holds
+    assert kept_one_loss().verdict(Property.TERMINATES).holds
 
 
 @pytest.mark.parametrize("revision", list(Revision))
