@@ -477,7 +477,8 @@ def explore_graph(settings: SystemSettings, session: Session, max_states: int | 
         ):
             _found(graph, name, index[world], (), message, world)
 
-    current = 0
+    assumptions, info = settings.assumptions, session.info
+    current = transitions = 0
     while current < len(worlds):
         if max_states is not None and len(worlds) >= max_states:
             graph.exhausted = False
@@ -485,9 +486,12 @@ def explore_graph(settings: SystemSettings, session: Session, max_states: int | 
         world = worlds[current]
         below = depth[current] + 1
         for step in steps_of(session, world):
-            after, moved = apply(session, world, step, settings.assumptions)
-            graph.transitions += 1
-            if moved is not None:
+            after, moved = apply(session, world, step, assumptions)
+            transitions += 1
+            # Only a refusal, a completion problem or giving up can break a step's property.
+            if moved is not None and (
+                moved.refused or moved.completion_problem is not None or info[moved.target].gave_up
+            ):
                 for name, message in step_findings(session, world, moved, after):
                     _found(graph, name, current, (step,), message, after)
             number = len(worlds)
@@ -500,6 +504,7 @@ def explore_graph(settings: SystemSettings, session: Session, max_states: int | 
                     for name, message in state_findings(session, after):
                         _found(graph, name, number, (), message, after)
         current += 1
+    graph.transitions = transitions
     graph.seconds = time.process_time() - began
     return graph
 
