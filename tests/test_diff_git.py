@@ -4,7 +4,8 @@ One temporary repository holds the package as it is now (the parent commit);
 each mutant of tests/test_explore_mutants.py becomes a source edit of
 ``handoff_fsm/coordinator.py`` committed on its own branch, which is checked out
 before the diff, so ``git:HEAD~1`` is the parent and ``git:HEAD`` the mutant.
-Both sides are exported with ``git archive`` and driven in subprocesses. Every
+Both sides are exported with ``git archive``; the mutant is driven in a subprocess,
+the parent (the running package, file for file) in this process. Every
 reported trace is replayed with ``python -m handoff_fsm replay`` run against an
 export of each commit, and must give exactly the reported replies.
 
@@ -23,7 +24,7 @@ import inspect
 import json
 import os
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,9 @@ import pytest
 from handoff_fsm.cli import main
 from handoff_fsm.review.diffreview import report_chart_diff
 from handoff_fsm.structure.chartdiff import Status, chart_diff
+from handoff_fsm.verify import cache, verdicts
+from handoff_fsm.verify.cache import is_running_package
+from handoff_fsm.verify.diff import sides
 from handoff_fsm.verify.diff.behaviour import DiffReport, diff
 from handoff_fsm.verify.diff.driver import canonical
 from handoff_fsm.verify.diff.errors import DiffError, DiffErrorCode
@@ -431,6 +435,46 @@ def test_review_against_a_revision_diffs_the_working_tree(
     # Without --against the section holds the revisions only.
     monkeypatch.chdir(ROOT)
     assert "The working tree against" not in (ROOT / "diagrams" / "REVIEW.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_side_that_is_the_running_package_file_for_file_is_answered_here(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``git:`` side whose package holds exactly the running package's files can only
+    answer as this process does, so its behaviour is driven and its verdict judged here;
+    one byte edited, and it is a process of its own again."""
+    git(repo, "checkout", "--quiet", "parent")
+    assert is_running_package(export(repo, "HEAD", tmp_path / "parent"))
+    started: list[str] = []
+    start = sides.SubprocessSide.__init__
+
+    def counted(self: sides.SubprocessSide, spec: sides.SideSpec, *args: Any, **kw: Any) -> None:
+        started.append(spec.text)
+        start(self, spec, *args, **kw)
+
+    monkeypatch.setattr(sides.SubprocessSide, "__init__", counted)
+    assert diff("git:HEAD", "seed", cwd=repo).equivalent
+    assert started == []
+    monkeypatch.setenv(cache.ENVIRONMENT, cache.OFF)  # else a kept answer hides who answers
+    asked: list[object] = []
+    run = verdicts._run
+
+    def ran(*given: Any) -> dict[str, Any]:
+        asked.append(given)
+        return run(*given)
+
+    monkeypatch.setattr(verdicts, "_run", ran)
+    here = verdicts.judge("seed", system=False)
+    [side] = verdicts.judge("git:HEAD:seed", system=False, cwd=repo)
+    assert asked == [] and here == (replace(side, side="seed"),)
+
+    commit_change(repo, "one-byte", "handoff_fsm/errors.py", "\n")
+    assert not is_running_package(export(repo, "HEAD", tmp_path / "edited"))
+    assert diff("git:HEAD~1", "git:HEAD", cwd=repo).equivalent
+    assert started and set(started) == {"git:HEAD"}  # the edited side (and its spare) only
+    [edited] = verdicts.judge("git:HEAD:seed", system=False, cwd=repo)
+    assert len(asked) == 1 and replace(edited, side="seed") == here[0]
 
 
 @pytest.mark.slow

@@ -65,6 +65,18 @@ def package_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
+def is_running_package(root: Path) -> bool:
+    """Whether ``root``'s ``handoff_fsm`` package holds exactly the running package's files
+    (by :func:`package_digest`, read now). Every answer such a package gives is the running
+    package's (both run on this interpreter and these dependencies), which is why a result
+    kept for one is read for the other; a side that is such a package is judged and driven
+    in this process instead of a process of its own. A file that cannot be read: no."""
+    try:
+        return package_digest(root) == package_digest(PACKAGE_ROOT)
+    except OSError:
+        return False
+
+
 def _kept(path: Path, package: Path) -> bool:
     parts = path.relative_to(package).parts
     return "__pycache__" not in parts and path.suffix not in (".pyc", ".pyo")

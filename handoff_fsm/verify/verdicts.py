@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 from handoff_fsm.coordinator import Engine
 from handoff_fsm.errors import HandoffError, handoff_error, quoted
 from handoff_fsm.model import KNOWN_VIOLATIONS, HandoffOrder, Revision
-from handoff_fsm.verify.cache import kept
+from handoff_fsm.verify.cache import is_running_package, kept
 from handoff_fsm.verify.diff.behaviour import DiffReport, relation
 from handoff_fsm.verify.diff.errors import DiffErrorCode
 from handoff_fsm.verify.diff.sides import (
@@ -285,17 +285,27 @@ def _asked(
     spec: SideSpec, root: Path, what: str, questions: Sequence[Question]
 ) -> list[dict[str, Any] | None]:
     """Each question asked of the side's package at once (one process each, where the
-    answer is not kept already); ``None`` for a tolerance the side cannot give."""
+    answer is not kept already), or in this process, one after the other, when the
+    side's package is the running one (its processes could only answer as this one
+    does); ``None`` for a tolerance the side cannot give."""
+    here = is_running_package(root)
 
     def answer(question: Question) -> dict[str, Any] | None:
         kind, parameters = question
+        asked = (
+            partial(_answer_here, kind, json.dumps(parameters))
+            if here
+            else partial(_run, spec, root, what, question)
+        )
         try:
-            return kept(kind, parameters, partial(_run, spec, root, what, question), root)
+            return kept(kind, parameters, asked, root)
         except HandoffError:
             if kind == "system" and parameters["losses"]:
                 return None
             raise
 
+    if here:
+        return [answer(question) for question in questions]
     with ThreadPoolExecutor(max_workers=len(questions)) as pool:
         return list(pool.map(answer, questions))
 

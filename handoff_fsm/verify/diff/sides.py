@@ -40,6 +40,7 @@ from typing import IO, Any, Final, Protocol
 from handoff_fsm.coordinator import ENGINES, Engine
 from handoff_fsm.errors import handoff_error, quoted
 from handoff_fsm.model import Revision
+from handoff_fsm.verify.cache import is_running_package
 from handoff_fsm.verify.diff.driver import SideDriver
 from handoff_fsm.verify.diff.errors import DiffErrorCode
 
@@ -337,7 +338,10 @@ def opened_sides(texts: tuple[str, str], cwd: Path | None = None) -> Iterator[tu
 
     The running package's sides stay in this process: moving them into subprocesses
     (one per core) was measured slower, even on an idle machine, as the JSON between
-    the processes costs more than the second core gives.
+    the processes costs more than the second core gives. So does a ``git:`` or
+    ``worktree`` side whose package is the running one, file for file
+    (:func:`~handoff_fsm.verify.cache.is_running_package`): its process could only
+    answer as this one does.
     """
     specs = tuple(parse_side(text) for text in texts)
     where = Path.cwd() if cwd is None else cwd
@@ -349,7 +353,9 @@ def opened_sides(texts: tuple[str, str], cwd: Path | None = None) -> Iterator[tu
             if spec.source is None:
                 side = InProcessSide(spec)
             else:
-                side = SubprocessSide(spec, *side_package(spec, where, stack, exported))
+                root, what = side_package(spec, where, stack, exported)
+                same = is_running_package(root)
+                side = InProcessSide(spec) if same else SubprocessSide(spec, root, what)
             stack.callback(side.close)
             sides.append(side)
         for side in sides:  # both processes import at once; wait for both to be ready
