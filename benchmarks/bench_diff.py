@@ -37,7 +37,8 @@ class Case:
 SEED_A976B2BF = Case("`diff seed a976b2bf`, end to end", "seed", "a976b2bf", False)
 STATECHART = Case("`diff seed seed@statechart`, end to end", "seed", "seed@statechart", True)
 GIT = Case(
-    "`diff git:HEAD git:HEAD`, end to end (two exported commits, one subprocess per side)",
+    "`diff git:HEAD git:HEAD`, end to end (two exported commits; a subprocess per side "
+    "unless the commit's package is the running one)",
     "git:HEAD",
     "git:HEAD",
     True,
