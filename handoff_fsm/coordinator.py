@@ -38,6 +38,7 @@ from handoff_fsm.model import (
     IssuedHandoffAction,
     Revision,
     StartTransfer,
+    builder,
     checked_revision,
     read_handoff_id,
     validate_transfer_delay_ms,
@@ -55,6 +56,12 @@ _FACT_ROUTES: dict[type, tuple[str, Callable[[Any], Any] | None]] = {
 """Each fact type's chart event, and its admission when it carries a payload the coordinator
 keeps (:data:`~handoff_fsm.admission.FACT_ADMISSIONS`; an id-only fact is judged by its
 ``handoff_id``, compared in :meth:`HandoffCoordinator.on_fact`): one look-up per fact."""
+
+_SNAPSHOT = builder(HandoffSnapshot)
+_RECORDED = builder(RecordedOutcome)
+"""The snapshot's types built through their validators, as ``cls(**values)`` validates them
+(the same checks, without the constructor's frame): replay takes a snapshot of every
+retired coordinator that can still change."""
 
 _SHARED_OUTCOMES: frozenset[int] = frozenset(
     id(getattr(HandoffActionOutcome, kind.name)) for kind in OUTCOME_PREFERENCE
@@ -275,25 +282,28 @@ class HandoffCoordinator:
         run = self._run
         journal = run.journal
         fields = run.state.fields
-        return HandoffSnapshot(
-            handoff_id=run.handoff_id,
-            order=run.order,
-            revision=fields.revision,
-            fallback_transfer_delay_ms=run.fallback,
-            state=run.state.leaves,
-            source_engaged=fields.source_engaged,
-            destination_engaged=fields.destination_engaged,
-            completion=fields.completion,
-            transfer_timing=run.timing_model(),
-            transferable_prompt_tokens=run.tokens,
-            next_action_id=journal.next_id,
-            issued=tuple(
-                IssuedHandoffAction.trusted(i, run.rebuild(kind))
-                for i, kind in sorted(journal.issued.items())
-            ),
-            outcomes=tuple(
-                RecordedOutcome(action_id=i, outcome=o) for i, o in sorted(journal.outcomes.items())
-            ),
+        return _SNAPSHOT(
+            {
+                "handoff_id": run.handoff_id,
+                "order": run.order,
+                "revision": fields.revision,
+                "fallback_transfer_delay_ms": run.fallback,
+                "state": run.state.leaves,
+                "source_engaged": fields.source_engaged,
+                "destination_engaged": fields.destination_engaged,
+                "completion": fields.completion,
+                "transfer_timing": run.timing_model(),
+                "transferable_prompt_tokens": run.tokens,
+                "next_action_id": journal.next_id,
+                "issued": tuple(
+                    IssuedHandoffAction.trusted(i, run.rebuild(kind))
+                    for i, kind in sorted(journal.issued.items())
+                ),
+                "outcomes": tuple(
+                    _RECORDED({"action_id": i, "outcome": o})
+                    for i, o in sorted(journal.outcomes.items())
+                ),
+            }
         )
 
     @classmethod

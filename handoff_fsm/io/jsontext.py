@@ -132,7 +132,8 @@ def loads(text: str | bytes) -> Any:
         scanned = False
     if not scanned:
         value = _exact(text)
-    if ("\\ud" in text or "\\uD" in text) and _has_lone_surrogate(value):
+    # One look for an escape at all (most lines have none), then for a surrogate's.
+    if "\\u" in text and ("\\ud" in text or "\\uD" in text) and _has_lone_surrogate(value):
         raise _invalid("invalid JSON: a \\u escape is a lone UTF-16 surrogate")
     return value
 

@@ -45,10 +45,13 @@ class CoordinatorRecords:
     still gets its own class back.
     """
 
-    __slots__ = ("_dictionary", "_kind_index", "_kinds")
+    __slots__ = ("_deflate", "_dictionary", "_kind_index", "_kinds")
 
     def __init__(self) -> None:
         self._dictionary: bytes | None = None
+        self._deflate: Any = None  # zlib's compressor type has no public name
+        """A compressor primed with the dictionary, copied for each record: priming one
+        (hashing the whole dictionary) costs more than deflating a snapshot does."""
         self._kinds: list[tuple[Any, str | None, Any]] = []
         self._kind_index: dict[tuple[Any, str | None, Any], int] = {}
 
@@ -81,13 +84,15 @@ class CoordinatorRecords:
         if isinstance(handoff_id, UUID):
             head = bytes((index | _WITH_ID,)) + handoff_id.bytes
             text = text.replace(str(handoff_id).encode("ascii"), _ID_MARK)
-        if self._dictionary is None:
+        if self._deflate is None:
             self._dictionary = text
-        deflate = zlib.compressobj(
-            _LEVEL, zlib.DEFLATED, _WINDOW_BITS, _MEMORY_LEVEL, zlib.Z_DEFAULT_STRATEGY,
-            self._dictionary,
-        )  # fmt: skip
-        return head + deflate.compress(text) + deflate.flush()
+            self._deflate = zlib.compressobj(
+                _LEVEL, zlib.DEFLATED, _WINDOW_BITS, _MEMORY_LEVEL, zlib.Z_DEFAULT_STRATEGY,
+                text,
+            )  # fmt: skip
+        deflate = self._deflate.copy()
+        record: bytes = head + deflate.compress(text) + deflate.flush()
+        return record
 
     def decode(self, record: bytes) -> Any:
         """The coordinator ``record`` was made from, rebuilt (a new object each time)."""
