@@ -490,7 +490,9 @@ def explore_graph(settings: SystemSettings, session: Session, max_states: int | 
             transitions += 1
             # Only a refusal, a completion problem or giving up can break a step's property.
             if moved is not None and (
-                moved.refused or moved.completion_problem is not None or info[moved.target].gave_up
+                moved.refused
+                or moved.completion_problem is not None
+                or (info[moved.target].gave_up and not info[world[0]].gave_up)
             ):
                 for name, message in step_findings(session, world, moved, after):
                     _found(graph, name, current, (step,), message, after)
