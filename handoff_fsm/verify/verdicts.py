@@ -3,7 +3,9 @@
 Rule kept here: a side is judged by its own package, as ``handoff-fsm diff`` spells
 sides (:mod:`~handoff_fsm.verify.diff.sides`): the running package in this process, a
 ``git:`` revision or the work tree by that package's own ``handoff-fsm check --json``
-(and ``check --system --json``) in an interpreter that imports it alone. Either way a
+(and ``check --system --json``) in an interpreter that imports it alone, unless that
+package is the running one file for file (then it is judged here, as it would be
+there). Either way a
 verdict is read off the same JSON (:func:`read_verdicts`), so a package committed long
 ago and this one are judged in the same terms. Which violations are known is the
 revision's own declaration (:data:`~handoff_fsm.model.KNOWN_VIOLATIONS`); this module
