@@ -157,6 +157,13 @@ def normal(session: Session, world: World) -> World:
         kept = tuple(entry for entry in memory if entry[0] in awaited or entry[0] in flying)
         if len(kept) != len(memory):
             memory = kept
+        answered = {entry[0] for entry in memory}
+        coming = {m[2] for m in actions if m[1] not in answered}
+    else:
+        coming = {m[2] for m in actions}
+    # ``coming``: the kinds of the actions in flight their worker has not answered. With
+    # the coordinator unable to issue another, a free worker that has none of its work
+    # coming never takes the request again, so whether it may still fail no longer matters.
     if not flags & CLIENT_CANCELED and (info.final or CANCELED in info.dead):
         flags |= CLIENT_CANCELED
     may_issue = info.may_issue
@@ -164,21 +171,19 @@ def normal(session: Session, world: World) -> World:
         source == FREE
         and not flags & SOURCE_FAILED
         and SUBMIT not in may_issue
-        and not _in_flight(actions, memory, SUBMIT)
+        and SUBMIT not in coming
     ):
         flags |= SOURCE_FAILED
     if (
         destination == FREE
         and not flags & DESTINATION_FAILED
         and RESERVE not in may_issue
-        and not _in_flight(actions, memory, RESERVE)
+        and RESERVE not in coming
     ):
         flags |= DESTINATION_FAILED
     if flags & TOLD:
         for told, work in _TOLD_WORK:
-            if flags & told and not any(
-                kind in may_issue or _in_flight(actions, memory, kind) for kind in work
-            ):
+            if flags & told and work.isdisjoint(may_issue) and work.isdisjoint(coming):
                 flags &= ~told
     return (sid, source, destination, memory, net, timers, losses, duplicates, flags)
 
@@ -189,18 +194,10 @@ _FIRST_FACT: Final = (FACT,)
 sorted ``net``: messages compare by channel first."""
 TOLD: Final = SOURCE_TOLD_TO_CANCEL | DESTINATION_TOLD_TO_CANCEL
 _TOLD_WORK: Final = tuple(
-    (told, tuple(kind for kind in sorted(WORK) if (kind in TO_SOURCE) == to_source))
+    (told, frozenset(kind for kind in WORK if (kind in TO_SOURCE) == to_source))
     for told, to_source in ((SOURCE_TOLD_TO_CANCEL, True), (DESTINATION_TOLD_TO_CANCEL, False))
 )
 """Each worker's told-to-cancel bit, with the work kinds it answers."""
-
-
-def _in_flight(actions: tuple[Message, ...], memory: Memory, kind: int) -> bool:
-    """Whether an action of ``kind`` that its worker has not answered is among the
-    ``actions`` in flight: with the coordinator unable to issue another, a free worker
-    that has none coming never takes the request again, so whether it may still fail no
-    longer matters."""
-    return any(m[2] == kind and all(e[0] != m[1] for e in memory) for m in actions)
 
 
 def _capped(net: tuple[Message, ...], keep: int) -> tuple[Message, ...]:
