@@ -47,14 +47,14 @@ check: install
 # Plain `pytest` skips a test whose tool (cargo, node, dot, chromium) is missing; here every
 # skip is a failure (HANDOFF_FSM_REQUIRE_ALL, tests/requirements.py). One pytest worker
 # per core (pytest-xdist): every test runs in its own temporary folder.
-# The lint and type checks run beside the npm install (each keeps one core busy); the
+# Before the tests, two jobs at a time: the venv's install beside the npm install, then
+# the lint and type checks beside the docs site's build (each keeps one core busy). The
 # slow tests start first (tests/conftest.py), and an idle worker takes queued tests from
 # a busy one (--dist worksteal). The ten slowest tests close the run (--durations), so
 # the next slow one is seen when it lands.
-test: install graphviz chromium
-	$(MAKE) --no-print-directory -j2 check mermaid-check
+test: graphviz chromium
+	$(MAKE) --no-print-directory -j2 check docs mermaid-check
 	$(WRITE_BYTECODE) HANDOFF_FSM_REQUIRE_ALL=1 $(BIN)/pytest -n auto --dist worksteal --durations=10
-	$(MKDOCS_BUILD)
 
 mermaid-check:
 	tools/mermaid-check/install.sh
