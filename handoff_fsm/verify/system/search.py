@@ -138,6 +138,7 @@ def normal(session: Session, world: World) -> World:
     """
     sid, source, destination, memory, net, timers, losses, duplicates, flags = world
     info = session.info[sid]
+    given_net, given_memory, given_flags = net, memory, flags
     if net:  # sorted, so by channel: the actions, then the acknowledgements, then the facts
         if info.final:
             if net[-1][0] != ACTION:
@@ -157,34 +158,35 @@ def normal(session: Session, world: World) -> World:
         kept = tuple(entry for entry in memory if entry[0] in awaited or entry[0] in flying)
         if len(kept) != len(memory):
             memory = kept
-        answered = {entry[0] for entry in memory}
-        coming = {m[2] for m in actions if m[1] not in answered}
-    else:
-        coming = {m[2] for m in actions}
-    # ``coming``: the kinds of the actions in flight their worker has not answered. With
-    # the coordinator unable to issue another, a free worker that has none of its work
-    # coming never takes the request again, so whether it may still fail no longer matters.
     if not flags & CLIENT_CANCELED and (info.final or CANCELED in info.dead):
         flags |= CLIENT_CANCELED
     may_issue = info.may_issue
-    if (
-        source == FREE
-        and not flags & SOURCE_FAILED
-        and SUBMIT not in may_issue
-        and SUBMIT not in coming
-    ):
-        flags |= SOURCE_FAILED
-    if (
-        destination == FREE
-        and not flags & DESTINATION_FAILED
-        and RESERVE not in may_issue
-        and RESERVE not in coming
-    ):
-        flags |= DESTINATION_FAILED
-    if flags & TOLD:
-        for told, work in _TOLD_WORK:
-            if flags & told and work.isdisjoint(may_issue) and work.isdisjoint(coming):
-                flags &= ~told
+    # A free worker that may still fail, or a worker told to cancel, whose work the
+    # coordinator can no longer issue: whether any of that work is still coming decides.
+    source_idle = source == FREE and not flags & SOURCE_FAILED and SUBMIT not in may_issue
+    destination_idle = (
+        destination == FREE and not flags & DESTINATION_FAILED and RESERVE not in may_issue
+    )
+    if source_idle or destination_idle or flags & TOLD:
+        # The kinds of the actions in flight their worker has not answered. With the
+        # coordinator unable to issue another, a free worker that has none of its work
+        # coming never takes the request again, so whether it may still fail no longer
+        # matters; a worker told to cancel that has none only ever refuses work.
+        if memory:
+            answered = {entry[0] for entry in memory}
+            coming = {m[2] for m in actions if m[1] not in answered}
+        else:
+            coming = {m[2] for m in actions}
+        if source_idle and SUBMIT not in coming:
+            flags |= SOURCE_FAILED
+        if destination_idle and RESERVE not in coming:
+            flags |= DESTINATION_FAILED
+        if flags & TOLD:
+            for told, work in _TOLD_WORK:
+                if flags & told and work.isdisjoint(may_issue) and work.isdisjoint(coming):
+                    flags &= ~told
+    if net is given_net and memory is given_memory and flags == given_flags:
+        return world  # already normal: no new tuple
     return (sid, source, destination, memory, net, timers, losses, duplicates, flags)
 
 
