@@ -162,16 +162,15 @@ def normal(session: Session, world: World) -> World:
         flags |= CLIENT_CANCELED
     may_issue = info.may_issue
     # A free worker that may still fail, or a worker told to cancel, whose work the
-    # coordinator can no longer issue: whether any of that work is still coming decides.
+    # coordinator can no longer issue: only the work still in flight can reach it.
     source_idle = source == FREE and not flags & SOURCE_FAILED and SUBMIT not in may_issue
     destination_idle = (
         destination == FREE and not flags & DESTINATION_FAILED and RESERVE not in may_issue
     )
     if source_idle or destination_idle or flags & TOLD:
-        # The kinds of the actions in flight their worker has not answered. With the
-        # coordinator unable to issue another, a free worker that has none of its work
-        # coming never takes the request again, so whether it may still fail no longer
-        # matters; a worker told to cancel that has none only ever refuses work.
+        # The kinds of the actions in flight their worker has not answered. A free worker
+        # with none of its work coming never takes the request again (whether it may
+        # still fail no longer matters); one told to cancel only ever refuses work.
         if memory:
             answered = {entry[0] for entry in memory}
             coming = {m[2] for m in actions if m[1] not in answered}
